@@ -1,0 +1,23 @@
+"""KIEval Workbench core: exact KIEval metrics, corrections and automation curves."""
+
+__version__ = "0.1.0"
+
+from .errors import KievalInputError, UndefinedMetricWarning
+from .loaders import FORMATS, LoadOptions, load, load_bytes
+from .model import Dataset
+from .evaluate import EvaluationResult, ModelResult, evaluate
+from .normalize import Normalizer
+
+__all__ = [
+    "FORMATS",
+    "Dataset",
+    "EvaluationResult",
+    "ModelResult",
+    "evaluate",
+    "KievalInputError",
+    "LoadOptions",
+    "Normalizer",
+    "UndefinedMetricWarning",
+    "load",
+    "load_bytes",
+]

@@ -1,0 +1,330 @@
+"""Reading every input format of SPEC 6 into a :class:`~kieval_core.model.Dataset`.
+
+:func:`load` reads a path (file or directory); :func:`load_bytes` reads an upload (one
+file, or a ``.zip`` standing for a directory). The format is detected from the name and
+the content, or named explicitly (:data:`FORMATS`).
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import KievalInputError
+from ..model import ENTITY_COLUMNS, Dataset
+from .cord import cord_entities, valid_lines_of
+from .kieval_csv import kieval_csv_entities
+from .nested import doc_id_of, flatten_document, parse_json, structure_of
+from .table import group_indices, read_delimited, table_to_entities
+
+#: Format names accepted by ``--format`` and the app's override.
+FORMATS = ("auto", "json", "jsonl", "json-dir", "table", "cord", "kieval-csv")
+_TABLE_SUFFIXES = {".csv": ",", ".tsv": "\t", ".tab": "\t"}
+#: Files in a directory or zip that are never documents.
+_IGNORED_FILES = (".DS_Store", "README", "README.md", "LICENSE")
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """How to read a file; the same object is shown in the report.
+
+    Parameters
+    ----------
+    format : str
+        One of :data:`FORMATS`.
+    key : str or None
+        Structure key of JSONL records (``fields``, ``gt_parse``, ...); auto when None.
+    aliases : tuple of (str, str)
+        Key renames applied while reading nested JSON (``subtotal`` -> ``sub_total``).
+    ignore_keys : tuple of str
+        Top-level record keys that are metadata, not entities (e.g. ``split``).
+    """
+
+    format: str = "auto"
+    key: str | None = None
+    aliases: tuple[tuple[str, str], ...] = ()
+    ignore_keys: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.format not in FORMATS:
+            msg = f"unknown format {self.format!r}; choose one of {', '.join(FORMATS)}"
+            raise ValueError(msg)
+
+
+def load(path: str | Path, options: LoadOptions = LoadOptions(), name: str | None = None) -> Dataset:
+    """Read a file or directory.
+
+    >>> ds = load("sample_data/cord_v2_gt.jsonl")  # doctest: +SKIP
+    """
+    path = Path(path)
+    source = str(path)
+    name = name or (path.name if path.is_dir() else path.stem)
+    if path.is_dir():
+        files = {
+            p.name: p.read_bytes()
+            for p in sorted(path.iterdir())
+            if p.is_file() and not p.name.startswith(".") and p.name not in _IGNORED_FILES
+        }
+        return _load_files(files, source, name, options)
+    if not path.exists():
+        raise KievalInputError(source, None, "no such file or directory")
+    return load_bytes(path.read_bytes(), source, options, name=name)
+
+
+def load_bytes(data: bytes, source: str, options: LoadOptions = LoadOptions(),
+               name: str | None = None) -> Dataset:
+    """Read one uploaded file; a ``.zip`` is read as a directory of per-document files."""
+    name = name or PurePath(source).stem
+    if source.lower().endswith(".zip"):
+        return _load_files(_zip_members(data, source), source, name, options)
+    suffix = PurePath(source).suffix.lower()
+    fmt = options.format
+    if fmt == "auto":
+        fmt = _detect_file_format(data, suffix, source)
+    if fmt in ("json-dir", "kieval-csv"):
+        raise KievalInputError(source, None, f"format {fmt} needs a directory or a .zip of files")
+    if fmt == "table":
+        return _load_table(data, source, suffix, name)
+    text = decode_text(data, source)
+    if fmt == "json":
+        return _load_json_file(text, source, name, options)
+    return _load_jsonl(text, source, name, options, cord=fmt == "cord")
+
+
+def decode_text(data: bytes, source: str) -> str:
+    """UTF-8 text (a BOM is dropped); binary or other encodings are refused."""
+    if b"\x00" in data[:8192]:
+        raise KievalInputError(source, None, "binary data, not a text file")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise KievalInputError(source, f"line {line}", "not UTF-8 text") from None
+
+
+def _detect_file_format(data: bytes, suffix: str, source: str) -> str:
+    if suffix in _TABLE_SUFFIXES or suffix == ".parquet":
+        return "table"
+    head = data.lstrip()[:1]
+    if suffix == ".json" or (head == b"[" and suffix != ".jsonl"):
+        return "json"
+    if suffix in (".jsonl", ".ndjson") or head == b"{":
+        first = _first_record(decode_text(data, source), source)
+        if first is None:
+            raise KievalInputError(source, None, "the file has no records")
+        if {"doc_id", "entity", "value"} <= set(first):
+            return "table"
+        return "cord" if valid_lines_of(first) is not None else "jsonl"
+    if not data.strip():
+        raise KievalInputError(source, None, "the file is empty")
+    msg = "unknown format: expected .json, .jsonl, .csv, .tsv, .parquet or a .zip of files"
+    raise KievalInputError(source, None, msg)
+
+
+def _first_record(text: str, source: str) -> dict | None:
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            record = parse_json(line, source, f"line {number}")
+            if not isinstance(record, dict):
+                raise KievalInputError(source, f"line {number}", "expected a JSON object")
+            return record
+    return None
+
+
+def _jsonl_records(text: str, source: str) -> Iterable[tuple[str, dict]]:
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        record = parse_json(line, source, f"line {number}")
+        if not isinstance(record, dict):
+            raise KievalInputError(source, f"line {number}", "expected a JSON object")
+        yield f"line {number}", record
+
+
+class _Builder:
+    """Collects documents and their entities; refuses duplicate document ids."""
+
+    def __init__(self, source: str, name: str) -> None:
+        self.source = source
+        self.name = name
+        self.where: dict[str, str] = {}
+        self.columns: tuple[list, ...] = ([], [], [], [], [], [])
+        self.structures: dict[str, Any] = {}
+        self.warnings: list[str] = []
+
+    def add(self, doc_id: str, where: str, rows: Iterable[tuple], structure: Any = None) -> None:
+        if doc_id in self.where:
+            msg = f"document {doc_id!r} appears twice ({self.where[doc_id]} and {where})"
+            raise KievalInputError(self.source, where, msg)
+        self.where[doc_id] = where
+        if structure is not None:
+            self.structures[doc_id] = structure
+        doc, gtype, gkey, etype, value, conf = self.columns
+        for row in rows:
+            doc.append(doc_id)
+            gtype.append(row[0])
+            gkey.append(row[1])
+            etype.append(row[2])
+            value.append(row[3])
+            conf.append(row[4] if len(row) > 4 else np.nan)
+
+    def build(self) -> Dataset:
+        doc, gtype, gkey, etype, value, conf = self.columns
+        table = pd.DataFrame({
+            "doc_id": pd.Series(doc, dtype=object),
+            "group_type": pd.Series(gtype, dtype=object),
+            "group_key": pd.Series([str(k) for k in gkey], dtype=object),
+            "entity_type": pd.Series(etype, dtype=object),
+            "value": pd.Series(value, dtype=object),
+            "confidence": pd.Series(conf, dtype=np.float64),
+        })
+        table["group"] = group_indices(table, "group_key")
+        return Dataset(
+            name=self.name,
+            source=self.source,
+            entities=table[list(ENTITY_COLUMNS)],
+            doc_ids=tuple(self.where),
+            structures=self.structures or None,
+            warnings=tuple(self.warnings),
+        )
+
+
+def _add_nested(builder: _Builder, doc_id: str, where: str, structure: Any, confidences: Any,
+                options: LoadOptions) -> None:
+    rows, plain = flatten_document(
+        structure, source=builder.source, doc_id=doc_id, confidences=confidences,
+        aliases=dict(options.aliases),
+    )
+    builder.add(doc_id, where, rows, plain)
+
+
+def _load_jsonl(text: str, source: str, name: str, options: LoadOptions, *, cord: bool) -> Dataset:
+    builder = _Builder(source, name)
+    for where, record in _jsonl_records(text, source):
+        doc_id = doc_id_of(record, source, where)
+        if cord:
+            lines = valid_lines_of(record)
+            if lines is None:
+                raise KievalInputError(source, where, "the record has no valid_line list")
+            rows = [(g, k, t, v, np.nan) for g, k, t, v in cord_entities(lines, source, where)]
+            truth = record.get("ground_truth")
+            structure = truth.get("gt_parse") if isinstance(truth, dict) else record.get("gt_parse")
+            builder.add(doc_id, where, rows, structure)
+        else:
+            structure, confidences = structure_of(
+                record, source=source, where=where, key=options.key, ignore_keys=options.ignore_keys
+            )
+            _add_nested(builder, doc_id, where, structure, confidences, options)
+    if not builder.where:
+        raise KievalInputError(source, None, "the file has no records")
+    return builder.build()
+
+
+def _load_json_file(text: str, source: str, name: str, options: LoadOptions) -> Dataset:
+    if not text.strip():
+        raise KievalInputError(source, None, "the file is empty")
+    content = parse_json(text, source)
+    builder = _Builder(source, name)
+    if isinstance(content, list):
+        for i, record in enumerate(content):
+            where = f"record {i + 1}"
+            if not isinstance(record, dict):
+                raise KievalInputError(source, where, "expected a JSON object")
+            structure, confidences = structure_of(
+                record, source=source, where=where, key=options.key, ignore_keys=options.ignore_keys
+            )
+            _add_nested(builder, doc_id_of(record, source, where), where, structure, confidences, options)
+    elif isinstance(content, dict):
+        for doc_id, structure in content.items():
+            where = f"document {doc_id!r}"
+            if not isinstance(structure, dict):
+                msg = (f"expected an object mapping doc_id to a document structure, but {doc_id!r} "
+                       f"holds a {type(structure).__name__}")
+                raise KievalInputError(source, None, msg)
+            structure, confidences = _file_structure(structure, source, where, options)
+            _add_nested(builder, str(doc_id), where, structure, confidences, options)
+    else:
+        raise KievalInputError(source, None, "expected a JSON object or a list of records")
+    if not builder.where:
+        raise KievalInputError(source, None, "the file has no documents")
+    return builder.build()
+
+
+def _file_structure(content: dict, source: str, where: str, options: LoadOptions) -> tuple[Any, Any]:
+    """A per-document object: the structure itself, or a record holding it under a key."""
+    return structure_of(content, source=source, where=where, key=options.key,
+                        ignore_keys=options.ignore_keys)
+
+
+def _zip_members(data: bytes, source: str) -> dict[str, bytes]:
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        members = [m for m in archive.infolist() if not m.is_dir()]
+        return {
+            PurePath(m.filename).name: archive.read(m)
+            for m in sorted(members, key=lambda m: m.filename)
+            if not PurePath(m.filename).name.startswith(".")
+            and "__MACOSX" not in m.filename
+            and PurePath(m.filename).name not in _IGNORED_FILES
+        }
+    except (zipfile.BadZipFile, OSError, RuntimeError) as exc:
+        raise KievalInputError(source, None, f"not a readable zip archive ({exc})") from None
+
+
+def _load_files(files: Mapping[str, bytes], source: str, name: str, options: LoadOptions) -> Dataset:
+    """A directory (or zip) of one file per document; doc_id = file stem."""
+    if not files:
+        raise KievalInputError(source, None, "the directory has no files")
+    suffixes = {PurePath(f).suffix.lower() for f in files}
+    fmt = options.format
+    if fmt == "auto":
+        if suffixes <= {".csv", ".tsv", ".txt"}:
+            fmt = "kieval-csv"
+        elif suffixes == {".json"}:
+            fmt = "json-dir"
+        else:
+            msg = f"cannot tell the format of a directory holding {', '.join(sorted(suffixes))} files"
+            raise KievalInputError(source, None, msg)
+    if fmt not in ("kieval-csv", "json-dir"):
+        raise KievalInputError(source, None, f"format {fmt} is read from one file, not a directory")
+    builder = _Builder(source, name)
+    for file_name, data in files.items():
+        doc_id = PurePath(file_name).stem
+        file_source = f"{source}/{file_name}"
+        text = decode_text(data, file_source)
+        if fmt == "kieval-csv":
+            rows = [(g, k, t, v, np.nan) for g, k, t, v in kieval_csv_entities(text, file_source)]
+            builder.add(doc_id, file_name, rows)
+        else:
+            content = parse_json(text, file_source) if text.strip() else None
+            if not isinstance(content, dict):
+                raise KievalInputError(file_source, None, "expected a JSON object")
+            structure, confidences = _file_structure(content, file_source, file_name, options)
+            _add_nested(builder, doc_id, file_name, structure, confidences, options)
+    return builder.build()
+
+
+def _load_table(data: bytes, source: str, suffix: str, name: str) -> Dataset:
+    if suffix == ".parquet":
+        try:
+            frame = pd.read_parquet(io.BytesIO(data))
+        except Exception as exc:  # pyarrow raises many types for corrupt files
+            raise KievalInputError(source, None, f"not a readable Parquet file ({exc})") from None
+        first_line = 1
+    elif suffix in _TABLE_SUFFIXES:
+        decode_text(data, source)
+        frame = read_delimited(data, source, _TABLE_SUFFIXES[suffix])
+        first_line = 2
+    else:
+        records = [record for _, record in _jsonl_records(decode_text(data, source), source)]
+        frame = pd.DataFrame.from_records(records)
+        first_line = 1
+    entities, doc_ids = table_to_entities(frame, source, first_line=first_line)
+    return Dataset(name=name, source=source, entities=entities, doc_ids=doc_ids)

@@ -1,0 +1,92 @@
+"""The data model (SPEC 1): documents of typed entities, grouped or not, with confidences.
+
+A loaded file is a :class:`Dataset`. Its entities live in one long, vectorised table,
+not in per-entity objects, so a million entities stay cheap:
+
+==============  ========  ===================================================
+column          dtype     meaning
+==============  ========  ===================================================
+``doc_id``      str       document identifier
+``group_type``  str       ``""`` for the document's non-group pseudo-group
+``group``       int64     group index within (doc, group_type); -1 = non-group
+``entity_type`` str       dotted key path, e.g. ``menu.nm``
+``value``       str       raw value as read (numbers keep their JSON text)
+``confidence``  float64   in [0, 1]; NaN when the file gave none
+==============  ========  ===================================================
+
+Row order is the reading order of the file; it only matters for display.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+ENTITY_COLUMNS = ("doc_id", "group_type", "group", "entity_type", "value", "confidence")
+NON_GROUP = -1
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Ground truth or one model's predictions: ``doc_id -> document``.
+
+    Parameters
+    ----------
+    name : str
+        Model name (file stem by default) or ``"ground truth"``.
+    source : str
+        Where it was read from, used in messages.
+    entities : pandas.DataFrame
+        The long entity table described in the module docstring.
+    doc_ids : tuple of str
+        Every document of the input, in input order, including documents without entities.
+    structures : mapping or None
+        The nested structure per document when the input was nested JSON (peer metrics
+        such as ANLS* and nTED score it as uploaded).
+    warnings : tuple of str
+        What the loader noticed and did not treat as an error.
+    """
+
+    name: str
+    source: str
+    entities: pd.DataFrame
+    doc_ids: tuple[str, ...]
+    structures: Mapping[str, Any] | None = None
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def n_entities(self) -> int:
+        return len(self.entities)
+
+    @property
+    def has_confidence(self) -> bool:
+        return bool(self.entities["confidence"].notna().any())
+
+
+def entity_frame(
+    doc_id: Iterable[str],
+    group_type: Iterable[str],
+    group: Iterable[int],
+    entity_type: Iterable[str],
+    value: Iterable[str],
+    confidence: Iterable[float],
+) -> pd.DataFrame:
+    """Assemble the entity table from parallel columns, with the canonical dtypes."""
+    return pd.DataFrame(
+        {
+            "doc_id": pd.Series(list(doc_id), dtype=object),
+            "group_type": pd.Series(list(group_type), dtype=object),
+            "group": pd.Series(list(group), dtype=np.int64),
+            "entity_type": pd.Series(list(entity_type), dtype=object),
+            "value": pd.Series(list(value), dtype=object),
+            "confidence": pd.Series(list(confidence), dtype=np.float64),
+        }
+    )
+
+
+def empty_entity_frame() -> pd.DataFrame:
+    return entity_frame([], [], [], [], [], [])
