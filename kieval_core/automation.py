@@ -83,8 +83,8 @@ def automation_curve(effects: pd.DataFrame, tp: int, addition: int) -> pd.DataFr
     conf_sorted = conf[order]
     cum_fp = np.concatenate([[0], np.cumsum(effects["fp"].to_numpy()[order])])
     cum_gain = np.concatenate([[0], np.cumsum(effects["gain"].to_numpy()[order])])
-    top = conf_sorted[-1] if len(conf_sorted) else 0.0
-    thresholds = np.unique(np.concatenate([[0.0], conf_sorted, [np.nextafter(top, np.inf)]]))
+    ends = [np.nextafter(conf_sorted[-1], np.inf)] if len(conf_sorted) else []
+    thresholds = np.unique(np.concatenate([[0.0], conf_sorted, ends]))
     reviewed = np.searchsorted(conf_sorted, thresholds, side="left")
     n = len(conf)
     total_fp = cum_fp[-1]

@@ -98,7 +98,7 @@ def _cell(value) -> str:
 
 def _format_summary(frame: pd.DataFrame) -> str:
     """Metrics as rows, models as columns; integers stay integers."""
-    shown = frame.set_index("model").T.astype(object)
+    shown = frame.set_index("model").astype(object).T
     return shown.map(_cell).to_string()
 
 

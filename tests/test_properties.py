@@ -1,0 +1,158 @@
+"""Hypothesis properties of the KIEval engine, the matcher and the automation curve."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from builders import dataset
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kieval_core.automation import automation_curve
+from kieval_core.evaluate import evaluate
+from kieval_core.matching import brute_force_match, match_block, tie_break_weights
+from kieval_core.scores import aligned_score
+
+VALUES = st.sampled_from(["1", "2", "10", "A", "B", "x y"])
+NON_GROUP_TYPES = st.sampled_from(["company", "date", "total"])
+GROUP_ENTITY = st.sampled_from(["nm", "cnt", "price"])
+CONF = st.one_of(st.none(), st.sampled_from([0.1, 0.3, 0.5, 0.5, 0.8, 0.95, 1.0]))
+
+
+@st.composite
+def document(draw, with_conf=False):
+    rows = []
+    for _ in range(draw(st.integers(0, 3))):
+        conf = draw(CONF) if with_conf else None
+        rows.append(("", "", draw(NON_GROUP_TYPES), draw(VALUES), np.nan if conf is None else conf))
+    for gtype in ("menu", "total"):
+        for g in range(draw(st.integers(0, 3 if gtype == "menu" else 1))):
+            for _ in range(draw(st.integers(1, 3))):
+                conf = draw(CONF) if with_conf else None
+                rows.append((gtype, str(g), f"{gtype}.{draw(GROUP_ENTITY)}", draw(VALUES),
+                             np.nan if conf is None else conf))
+    return rows
+
+
+@st.composite
+def corpus(draw, with_conf=False):
+    n = draw(st.integers(1, 3))
+    gt = {f"d{i}": draw(document()) for i in range(n)}
+    pred = {f"d{i}": draw(document(with_conf=with_conf)) for i in range(n)}
+    return gt, pred
+
+
+def _model(gt_docs, pred_docs):
+    return evaluate(dataset(gt_docs, "gt"), {"m": dataset(pred_docs, "m")}).models["m"]
+
+
+def _figures(m):
+    group = None if m.group is None else (m.group.tp, m.group.fp, m.group.fn)
+    return (m.entity.tp, m.entity.fp, m.entity.fn, m.corrections.substitution,
+            m.corrections.addition, m.corrections.deletion, group,
+            m.entity_f1.tp, m.entity_f1.fp, m.entity_f1.fn)
+
+
+@settings(max_examples=150, deadline=None)
+@given(corpus())
+def test_perfect_prediction_scores_one(data):
+    gt, _ = data
+    m = _model(gt, gt)
+    assert m.entity.f1 == 1.0 and m.aligned == 1.0 and m.entity_f1.f1 == 1.0
+    assert m.corrections.total == 0
+    assert m.group is None or m.group.f1 == 1.0
+
+
+@settings(max_examples=150, deadline=None)
+@given(corpus(), st.randoms(use_true_random=False))
+def test_shuffling_changes_nothing(data, rnd):
+    gt, pred = data
+
+    def shuffle(docs):
+        out = {}
+        for doc_id in rnd.sample(list(docs), len(docs)):
+            rows = list(docs[doc_id])
+            rnd.shuffle(rows)
+            keys = list(dict.fromkeys((r[0], r[1]) for r in rows))
+            names = [f"g{i}" for i in range(len(keys))]
+            rnd.shuffle(names)
+            relabel = dict(zip(keys, names))  # distinct new names in a new order
+            out[doc_id] = [(r[0], relabel[(r[0], r[1])] if r[0] else "", *r[2:]) for r in rows]
+        return out
+
+    assert _figures(_model(gt, pred)) == _figures(_model(shuffle(gt), shuffle(pred)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(corpus())
+def test_count_identities(data):
+    gt, pred = data
+    m = _model(gt, pred)
+    n_pred = sum(len(rows) for rows in pred.values())
+    n_gt = sum(len(rows) for rows in gt.values())
+    assert m.entity.tp + m.entity.fp == n_pred
+    assert m.entity.tp + m.entity.fn == n_gt
+    assert m.entity_f1.tp + m.entity_f1.fp == n_pred
+    assert m.corrections.substitution + m.corrections.deletion == m.entity.fp
+    assert m.corrections.substitution + m.corrections.addition == m.entity.fn
+    assert m.entity.tp <= m.entity_f1.tp  # grouping can only lose matches
+    docs = m.documents
+    assert docs["tp"].sum() == m.entity.tp and docs["errors"].sum() == m.corrections.total
+    assert 0.0 <= m.aligned <= m.entity.f1 + 1e-12 or m.entity.tp == 0
+
+
+def _simulate(m, threshold):
+    """Direct simulation of SPEC 4 at one threshold (the oracle of the fast curve)."""
+    pred = m.counted.pred_entities
+    cells = m.counted.cells
+    conf = pred["confidence"].fillna(1.0).to_numpy()
+    fn = {tuple(r[:5]): r[5] for r in cells[
+        ["doc_id", "group_type", "gt_group", "pred_group", "entity_type", "fn"]].itertuples(index=False)}
+    reviewed_fp, wrong_left = {}, 0
+    for i, row in enumerate(pred.itertuples(index=False)):
+        if row.status == "correct":
+            continue
+        cell = (row.doc_id, row.group_type, row.paired_group, row.group, row.entity_type)
+        if conf[i] < threshold:
+            reviewed_fp[cell] = reviewed_fp.get(cell, 0) + 1
+        else:
+            wrong_left += 1
+    gained = sum(min(r, fn.get(cell, 0)) for cell, r in reviewed_fp.items())
+    return float(aligned_score(m.entity.tp + gained, wrong_left + m.corrections.addition))
+
+
+@settings(max_examples=150, deadline=None)
+@given(corpus(with_conf=True))
+def test_fast_curve_equals_simulation(data):
+    gt, pred = data
+    m = _model(gt, pred)
+    curve = m.curve
+    for tau, acc in zip(curve["threshold"], curve["kieval_aligned"]):
+        assert acc == _simulate(m, tau)
+    assert curve["kieval_aligned"].iloc[0] == m.aligned  # tau = 0 is KIEval_Aligned
+    assert (np.diff(curve["kieval_aligned"]) >= -1e-12).all()
+    assert (np.diff(curve["auto_rate"]) <= 1e-12).all()
+    assert curve["auto_rate"].iloc[0] == 1.0 and curve["auto_rate"].iloc[-1] == 0.0 or len(
+        m.counted.pred_entities) == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 4), st.data())
+def test_hungarian_equals_brute_force(n, m, data):
+    shared = np.array(data.draw(st.lists(st.integers(0, 2), min_size=n * m, max_size=n * m))).reshape(n, m)
+    subst = np.array(data.draw(st.lists(st.integers(0, 2), min_size=n * m, max_size=n * m))).reshape(n, m)
+    rows, cols = match_block(shared, subst)
+    fast = sorted(zip(rows.tolist(), cols.tolist()))
+    best = brute_force_match(shared, subst)
+    tie = tie_break_weights(n, m)
+
+    def key(pairs):
+        return tuple(sum(int(x[a, b]) for a, b in pairs) for x in (shared, subst, tie))
+
+    assert len(fast) == min(n, m)
+    assert key(fast) == key(best)
+
+
+def test_curve_without_predictions():
+    curve = automation_curve(pd.DataFrame({"confidence": [], "fp": [], "gain": []}), tp=0, addition=3)
+    assert curve["auto_rate"].tolist() == [1.0] and curve["kieval_aligned"].tolist() == [0.0]
