@@ -1,0 +1,199 @@
+"""Every loader on a real file and on malformed input."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import zipfile
+
+import pandas as pd
+import pytest
+from builders import write_jsonl
+
+from kieval_core import KievalInputError, LoadOptions, load, load_bytes
+from kieval_core.cli import main
+from kieval_core.loaders.nested import flatten_document
+
+
+def _rows(ds):
+    return sorted(ds.entities[["doc_id", "group_type", "group", "entity_type", "value"]]
+                  .itertuples(index=False, name=None))
+
+
+# --- real files -------------------------------------------------------------------------
+
+
+def test_cord_valid_line_equals_gt_parse(shared_data):
+    full = load(shared_data / "cord_v2_dev" / "cord_v2_validation_full.jsonl")
+    parse = load(shared_data / "cord_v2_dev" / "cord_v2_validation_gt_parse.jsonl")
+    assert len(full.doc_ids) == len(parse.doc_ids) == 100
+    assert parse.n_entities == 1219
+    assert _rows(full) == _rows(parse)  # same entities, same groups
+
+
+def test_cord_gt_parse_shapes(shared_data):
+    ds = load(shared_data / "cord_v2_dev" / "cord_v2_validation_gt_parse.jsonl")
+    doc3 = ds.entities[ds.entities["doc_id"] == "validation_0003"]
+    # menu is one object with sub-items flattened into the same group
+    assert doc3[doc3["entity_type"] == "menu.sub.nm"]["value"].tolist() == ["70%", "Less Ice"]
+    assert set(doc3[doc3["group_type"] == "menu"]["group"]) == {0}
+
+
+def test_sroie_textract_confidences(shared_data):
+    ds = load(shared_data / "sroie" / "predictions" / "aws_textract_analyzeexpense.jsonl")
+    first = ds.entities[ds.entities["doc_id"] == "X00016469670"].set_index("entity_type")
+    assert first.loc["company", "confidence"] == 0.9999
+    assert math.isnan(first.loc["date", "confidence"])  # null in field_confidence
+    assert set(ds.entities["group_type"]) == {""}
+    assert "field_confidence" not in set(ds.entities["entity_type"])
+
+
+def test_sroie_ground_truth_top_level(shared_data):
+    path = shared_data / "sroie" / "sroie_test_gt.jsonl"
+    ds = load(path, LoadOptions(ignore_keys=("split",)))
+    assert len(ds.doc_ids) == 347
+    assert set(ds.entities["entity_type"]) == {"company", "date", "address", "total"}
+    with_split = load(path)
+    assert "split" in set(with_split.entities["entity_type"])
+
+
+def test_sroie_all_systems_evaluate(shared_data, tmp_path):
+    preds = sorted((shared_data / "sroie" / "predictions").glob("*.jsonl"))
+    out = tmp_path / "r.json"
+    args = ["evaluate", "--gt", str(shared_data / "sroie" / "sroie_test_gt.jsonl"),
+            "--ignore-key", "split", "--json", str(out)]
+    for p in preds:
+        args += ["--pred", str(p)]
+    assert main(args) == 0
+    report = json.loads(out.read_text("utf-8"))
+    assert len(report["models"]) == 7
+    gpt = report["models"]["gpt4o_vision_themurtez"]
+    assert gpt["n_documents"] == 347 and len(gpt["missing_documents"]) == 7
+    assert gpt["unknown_documents"]  # training documents are listed, not scored
+    assert any("not in the ground truth" in w for w in report["warnings"])
+
+
+def test_official_csv_directory_and_zip(shared_data):
+    folder = shared_data / "kieval_qwenvl72b_cord" / "gt_csv"
+    from_dir = load(folder)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for f in folder.iterdir():
+            archive.writestr(f"gt_csv/{f.name}", f.read_bytes())
+    from_zip = load_bytes(buffer.getvalue(), "gt_csv.zip")
+    assert from_dir.n_entities == 1301
+    assert _rows(from_dir) == _rows(from_zip)
+
+
+# --- formats on small files -------------------------------------------------------------
+
+
+def test_long_table_csv_tsv_jsonl_parquet(tmp_path):
+    frame = pd.DataFrame({
+        "doc_id": ["a", "a", "a", "b"], "entity": ["menu.nm", "menu.price", "total", "total"],
+        "value": ["Tea", "5", "5", ""], "group": ["1", "1", "", ""],
+        "confidence": ["0.9", "", "1", ""],
+    })
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    frame.to_csv(tmp_path / "t.tsv", index=False, sep="\t")
+    write_jsonl(tmp_path / "t.jsonl", frame.to_dict(orient="records"))
+    frame.to_parquet(tmp_path / "t.parquet")
+    for suffix in ("csv", "tsv", "jsonl", "parquet"):
+        ds = load(tmp_path / f"t.{suffix}")
+        assert ds.doc_ids == ("a", "b"), suffix  # b has no entity but is a document
+        assert _rows(ds) == [("a", "", -1, "total", "5"), ("a", "menu", 0, "menu.nm", "Tea"),
+                             ("a", "menu", 0, "menu.price", "5")], suffix
+        assert ds.entities["confidence"].fillna(-1).tolist() == [0.9, -1, 1.0]
+
+
+def test_nested_rules():
+    rows, _ = flatten_document({
+        "company": [{"value": "A", "confidence": 0.9}, {"value": "B", "confidence": 0.4}],
+        "menu": [{"menu.nm": "Tea", "sub": {"nm": "Ice"}}, {"nm": None}],
+        "total": {"total_price": 30000},
+        "empty": [], "none": None, "blank": " ",
+    }, source="x", doc_id="d", aliases={"nm": "name"})
+    assert rows == [
+        ("", -1, "company", "A", 0.9), ("", -1, "company", "B", 0.4),
+        ("menu", 0, "menu.nm", "Tea", rows[2][4]), ("menu", 0, "menu.sub.name", "Ice", rows[3][4]),
+        ("total", 0, "total.total_price", "30000", rows[4][4]),
+    ]
+
+
+def test_numbers_keep_their_json_text(tmp_path):
+    path = write_jsonl(tmp_path / "p.jsonl", [{"doc_id": "d", "fields": {"a": 1.50, "b": 30000}}])
+    path.write_text('{"doc_id": "d", "fields": {"a": 1.50, "b": 30000, "c": true}}\n')
+    assert sorted(load(path).entities["value"]) == ["1.50", "30000", "true"]
+
+
+def test_donut_metadata_and_json_object_and_dir(tmp_path):
+    write_jsonl(tmp_path / "metadata.jsonl", [
+        {"file_name": "img/r1.png", "ground_truth": json.dumps({"gt_parse": {"total": "5"}})}])
+    ds = load(tmp_path / "metadata.jsonl")
+    assert ds.doc_ids == ("r1",) and _rows(ds) == [("r1", "", -1, "total", "5")]
+    (tmp_path / "all.json").write_text(json.dumps({"r1": {"total": "5"}, "r2": {}}))
+    assert load(tmp_path / "all.json").doc_ids == ("r1", "r2")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "r1.json").write_text(json.dumps({"total": "5"}))
+    (folder / "r2.json").write_text(json.dumps({"prediction": {"total": "6"}}))
+    assert _rows(load(folder)) == [("r1", "", -1, "total", "5"), ("r2", "", -1, "total", "6")]
+
+
+def test_key_option(tmp_path):
+    path = write_jsonl(tmp_path / "p.jsonl", [{"doc_id": "d", "fields": {"a": "1"}, "mine": {"b": "2"}}])
+    assert _rows(load(path, LoadOptions(key="mine"))) == [("d", "", -1, "b", "2")]
+
+
+# --- malformed input --------------------------------------------------------------------
+
+BAD_FILES = [
+    ("bad.jsonl", b'{"doc_id": "a", "fields": {}}\n{"doc_id": "b", "fields": {\n', "line 2"),
+    ("bad.json", b'{"a": {"x": "1"}', "invalid JSON"),
+    ("empty.jsonl", b"", "empty"),
+    ("bin.jsonl", b"\x00\x01\x02{", "binary"),
+    ("latin.jsonl", '{"doc_id": "a", "fields": {"x": "caf\u00e9"}}'.encode("latin-1"), "UTF-8"),
+    ("top.json", b'"just a string"', "JSON object"),
+    ("list.jsonl", b"[1, 2]\n", "line 1: expected a JSON object"),
+    ("noid.jsonl", b'{"fields": {"a": "1"}}\n', "no document id"),
+    ("dup.jsonl", b'{"doc_id": "a", "fields": {}}\n{"doc_id": "a", "fields": {}}\n', "appears twice"),
+    ("conf.jsonl", b'{"doc_id": "a", "fields": {"x": {"value": "1", "confidence": "high"}}}\n',
+     "not a number"),
+    ("conf2.jsonl", b'{"doc_id": "a", "fields": {"x": {"value": "1", "confidence": 1.5}}}\n',
+     "outside [0, 1]"),
+    ("nan.jsonl", b'{"doc_id": "a", "fields": {"x": {"value": "1", "confidence": NaN}}}\n',
+     "invalid JSON"),
+    ("deep.json", b'{"d": ' + b'{"a": ' * 5000 + b'"x"' + b"}" * 5001, "deep"),
+    ("cols.csv", b"doc_id,value\na,1\n", "missing column(s) entity"),
+    ("ragged.csv", b"doc_id,entity,value\na,x,1\nb,y,2,3\n", "malformed table"),
+    ("confcsv.csv", b"doc_id,entity,value,confidence\na,x,1,0.5\na,y,2,abc\n", "line 3"),
+    ("x.xml", b"<xml/>", "unknown format"),
+    ("x.zip", b"PK\x03\x04garbage", "zip"),
+]
+
+
+@pytest.mark.parametrize(("name", "data", "expected"), BAD_FILES, ids=[b[0] for b in BAD_FILES])
+def test_malformed_input_gives_one_clear_error(name, data, expected):
+    with pytest.raises(KievalInputError) as info:
+        load_bytes(data, name)
+    message = str(info.value)
+    assert message.startswith(name) and expected in message, message
+
+
+@pytest.mark.parametrize(("name", "data", "expected"), BAD_FILES[:4], ids=[b[0] for b in BAD_FILES[:4]])
+def test_cli_exit_2_on_bad_input(tmp_path, capsys, name, data, expected):
+    bad = tmp_path / name
+    bad.write_bytes(data)
+    good = write_jsonl(tmp_path / "gt.jsonl", [{"doc_id": "a", "gt_parse": {"x": "1"}}])
+    assert main(["evaluate", "--gt", str(good), "--pred", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and name in err and "Traceback" not in err
+
+
+def test_cli_unknown_path_and_option(tmp_path, capsys):
+    assert main(["evaluate", "--gt", str(tmp_path / "nope.jsonl"), "--pred", "x.jsonl"]) == 2
+    assert "no such file" in capsys.readouterr().err
+    good = write_jsonl(tmp_path / "gt.jsonl", [{"doc_id": "a", "gt_parse": {"x": "1"}}])
+    assert main(["evaluate", "--gt", str(good), "--pred", str(good), "--metrics", "bogus"]) == 2
+    assert "unknown metric family" in capsys.readouterr().err
