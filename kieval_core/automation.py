@@ -14,9 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .engine import run_ranks
 from .scores import aligned_score
-
-_CELL = ["doc_id", "group_type", "gt_group", "pred_group", "entity_type"]
 
 
 @dataclass(frozen=True)
@@ -43,33 +42,22 @@ def review_effects(pred_entities: pd.DataFrame, cells: pd.DataFrame) -> pd.DataF
     """Per prediction: its confidence (missing = 1.0) and the effect of reviewing it.
 
     Columns ``confidence, entity_type, fp (0/1), gain (0/1: becomes a TP when reviewed)``.
+    An FP gains when it is among the first ``g`` reviewed FPs of its cell, ``g`` being the
+    cell's FN count; reviews go in ascending confidence, so that rank is fixed up front.
     """
     conf = pred_entities["confidence"].fillna(1.0).to_numpy(np.float64)
     is_fp = (pred_entities["status"] != "correct").to_numpy()
-    frame = pd.DataFrame({
-        "confidence": conf,
-        "entity_type": pred_entities["entity_type"].to_numpy(object),
-        "fp": is_fp.astype(np.int64),
-        "gain": np.zeros(len(conf), np.int64),
-        "position": pred_entities["position"].to_numpy(),
-    })
-    # pred entities sit in cells keyed by their own group and its paired GT group
-    cell_of = pd.DataFrame({
-        "doc_id": pred_entities["doc_id"].to_numpy(object),
-        "group_type": pred_entities["group_type"].to_numpy(object),
-        "gt_group": pred_entities["paired_group"].to_numpy(),
-        "pred_group": pred_entities["group"].to_numpy(),
-        "entity_type": pred_entities["entity_type"].to_numpy(object),
-    })
-    fn = cells.set_index(_CELL)["fn"]
-    missing = fn.reindex(pd.MultiIndex.from_frame(cell_of)).fillna(0).to_numpy(np.int64)
+    cell = pred_entities["cell"].to_numpy()
+    gain = np.zeros(len(conf), np.int64)
     fps = np.flatnonzero(is_fp)
-    if len(fps):
-        order = fps[np.lexsort((frame["position"].to_numpy()[fps], conf[fps]))]
-        ranked = cell_of.iloc[order]
-        rank = ranked.groupby(_CELL, sort=False).cumcount().to_numpy() + 1
-        frame.loc[order, "gain"] = (rank <= missing[order]).astype(np.int64)
-    return frame
+    order = fps[np.lexsort((fps, conf[fps], cell[fps]))]
+    gain[order] = run_ranks(cell[order]) < cells["fn"].to_numpy()[cell[order]]
+    return pd.DataFrame({
+        "confidence": conf,
+        "entity_type": pred_entities["entity_type"],
+        "fp": is_fp.astype(np.int64),
+        "gain": gain,
+    })
 
 
 def automation_curve(effects: pd.DataFrame, tp: int, addition: int) -> pd.DataFrame:

@@ -1,15 +1,15 @@
 """KIEval counting engine (SPEC 3): one pass that yields every count, matching and error.
 
-Everything is computed on integer-coded, vectorised tables; the only Python loop runs
-once per (document, group type) block that needs a Hungarian solve.
+Everything runs on integer codes packed into int64 keys and counted with
+``pandas.factorize`` / ``numpy.bincount``; the only Python loop is one Hungarian solve
+per (document, group type) block that has more than one group on a side.
 
-Vocabulary used below:
+Vocabulary:
 
 * a **block** is the set of groups of one group type in one document;
-* a **cell** is (document, group type, paired GT group, entity type): the place where the
-  SPEC's per-pair counts TP^e, FP^e, FN^e live. The non-group pseudo-groups of a
-  document always share one cell per entity type; a predicted group left unmatched gets
-  cells of its own (all FP), so does an unmatched GT group (all FN).
+* a **pair** is a matched (predicted group, GT group), an unmatched group of either side,
+  or a document's non-group pseudo-groups (always paired);
+* a **cell** is (pair, entity type): where the SPEC's TP^e, FP^e, FN^e live.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .matching import match_block
+from .matching import match_stack
 from .model import Dataset
 from .normalize import Normalizer
 
-_UNMATCHED = -1
+STATUSES = ("correct", "substituted", "added", "deleted")
 
 
 @dataclass(frozen=True)
@@ -33,17 +33,18 @@ class Counted:
     Attributes
     ----------
     cells : DataFrame
-        One row per cell: ``doc_id, group_type, gt_group, pred_group, entity_type,
-        n_gt, n_pred, tp, fp, fn, substitution, addition, deletion``
-        (``gt_group`` / ``pred_group`` are -1 for the side that is unmatched; both are -1
-        for the non-group cell).
+        One row per cell: ``doc_id, group_type, gt_group, pred_group, entity_type, n_gt,
+        n_pred, tp, fp, fn, substitution, addition, deletion``. ``gt_group`` and
+        ``pred_group`` are group indices, -1 on an unmatched side and for non-group cells.
     pairs : DataFrame
         One row per GT or predicted group (non-group excluded): ``doc_id, group_type,
-        pred_group, gt_group, shared, exact`` where unmatched sides are -1; ``shared`` is S
-        and ``exact`` marks a group TP.
+        pred_group, gt_group, shared, exact`` (-1 marks the unmatched side; ``shared`` is
+        S, ``exact`` marks a group TP).
     gt_entities, pred_entities : DataFrame
-        Input entities with ``status`` (correct / substituted / added / deleted), the
-        paired group and, for substitutions, the value on the other side.
+        Input entities with ``paired_group`` (the other side's group of their pair, -1 if
+        none), ``status`` (correct / substituted / added / deleted), ``other_value`` (the
+        value on the other side of a substitution), ``position`` (input order) and
+        ``cell`` (row of ``cells``).
     flat : DataFrame
         Flat entity counts per (doc_id, entity_type): ``tp, n_gt, n_pred``.
     doc_ids : tuple of str
@@ -58,6 +59,48 @@ class Counted:
     doc_ids: tuple[str, ...]
 
 
+@dataclass
+class _Side:
+    """Integer-coded entities of one side."""
+
+    doc: np.ndarray
+    gtype: np.ndarray
+    grp: np.ndarray
+    etype: np.ndarray
+    tv: np.ndarray
+    confidence: np.ndarray
+    source: pd.DataFrame
+    gid: np.ndarray | None = None  # group id (side-local), -1 for non-group
+    pair: np.ndarray | None = None
+    cell: np.ndarray | None = None
+
+
+def take(values: np.ndarray, index: np.ndarray, fill: int = -1) -> np.ndarray:
+    """``values[index]`` where ``index >= 0``, ``fill`` elsewhere; safe on empty ``values``."""
+    padded = np.append(np.asarray(values, np.int64), fill)
+    return padded[np.where(index >= 0, index, len(values))]
+
+
+def run_ranks(sorted_keys: np.ndarray) -> np.ndarray:
+    """Rank of each element within its run of equal keys (keys already sorted)."""
+    n = len(sorted_keys)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    start = np.ones(n, bool)
+    start[1:] = sorted_keys[1:] != sorted_keys[:-1]
+    first = np.maximum.accumulate(np.where(start, np.arange(n), 0))
+    return np.arange(n) - first
+
+
+def _count_pair(keys_a: np.ndarray, keys_b: np.ndarray):
+    """Distinct keys over both arrays with their counts on each side."""
+    codes, uniques = pd.factorize(np.concatenate([keys_a, keys_b]))
+    n = len(uniques)
+    count_a = np.bincount(codes[: len(keys_a)], minlength=n)
+    count_b = np.bincount(codes[len(keys_a):], minlength=n)
+    return codes[: len(keys_a)], codes[len(keys_a):], np.asarray(uniques, np.int64), count_a, count_b
+
+
 def count(gt: Dataset, pred: Dataset, normalizer: Normalizer = Normalizer()) -> Counted:
     """Match and count one prediction set against the ground truth.
 
@@ -66,49 +109,21 @@ def count(gt: Dataset, pred: Dataset, normalizer: Normalizer = Normalizer()) -> 
     predicted entities.
     """
     g, p, vocab = _encode(gt.entities, pred.entities, gt.doc_ids, normalizer)
-    pairs = _match(g, p)
-    _assign_cells(g, p, pairs)
-    cells, tp_by_value = _cells(g, p)
-    _label(g, p, cells, tp_by_value)
-    flat = _flat(g, p, vocab)
+    groups = _Groups(g, p, n_gtypes=len(vocab.gtypes))
+    pairs = groups.pairs()
+    cells, cell_pair = _cells(g, p, pairs, groups, vocab)
+    _partners(g, p)
     return Counted(
-        cells=_decode_cells(cells, vocab),
-        pairs=_decode_pairs(_mark_exact(pairs, cells), vocab),
-        gt_entities=_decode_entities(g, vocab, side="gt"),
-        pred_entities=_decode_entities(p, vocab, side="pred"),
-        flat=flat,
+        cells=cells,
+        pairs=_pair_frame(pairs, cells, cell_pair, vocab),
+        gt_entities=_entity_frame(g, pairs, vocab, side="gt"),
+        pred_entities=_entity_frame(p, pairs, vocab, side="pred"),
+        flat=_flat(g, p, vocab),
         doc_ids=tuple(gt.doc_ids),
     )
 
 
 # --- encoding -------------------------------------------------------------------------
-
-
-def _encode(gt: pd.DataFrame, pred: pd.DataFrame, doc_ids: tuple[str, ...], normalizer: Normalizer):
-    """Integer codes shared by both sides: doc, group type, entity type, (type, value)."""
-    n_gt = len(gt)
-    both = pd.concat([gt, pred], ignore_index=True)
-    doc_index = pd.Index(doc_ids)
-    doc = doc_index.get_indexer(both["doc_id"])
-    gtype_codes, gtype_names = pd.factorize(both["group_type"], sort=True)
-    etype_codes, etype_names = pd.factorize(both["entity_type"], sort=True)
-    norm = normalizer.series(both["value"])
-    value_codes, _ = pd.factorize(norm)
-    tv = etype_codes.astype(np.int64) * (int(value_codes.max(initial=0)) + 1) + value_codes
-
-    def frame(sl: slice) -> pd.DataFrame:
-        return pd.DataFrame({
-            "doc": doc[sl].astype(np.int64),
-            "gtype": gtype_codes[sl].astype(np.int64),
-            "grp": both["group"].to_numpy(np.int64)[sl],
-            "etype": etype_codes[sl].astype(np.int64),
-            "tv": tv[sl],
-            "pos": np.arange(sl.stop - sl.start if sl.stop is not None else len(both) - sl.start),
-            "value": both["value"].to_numpy(object)[sl],
-            "confidence": both["confidence"].to_numpy(np.float64)[sl],
-        })
-
-    return frame(slice(0, n_gt)), frame(slice(n_gt, None)), _Vocab(doc_index, gtype_names, etype_names)
 
 
 @dataclass(frozen=True)
@@ -118,263 +133,299 @@ class _Vocab:
     doc_ids: pd.Index
     gtypes: pd.Index
     etypes: pd.Index
+    n_tv: int
 
-    def names(self, frame: pd.DataFrame) -> dict[str, np.ndarray]:
-        return {
-            "doc_id": self.doc_ids.to_numpy(object)[frame["doc"].to_numpy()],
-            "group_type": self.gtypes.to_numpy(object)[frame["gtype"].to_numpy()],
-        }
+    def categorical(self, codes: np.ndarray, names: pd.Index) -> pd.Categorical:
+        return pd.Categorical.from_codes(codes, categories=names.astype(object))
 
-    def etype(self, codes: np.ndarray) -> np.ndarray:
-        return self.etypes.to_numpy(object)[codes]
+
+def _encode(gt: pd.DataFrame, pred: pd.DataFrame, doc_ids, normalizer: Normalizer):
+    n_gt = len(gt)
+    doc_index = pd.Index(list(doc_ids), dtype=object)
+
+    def both(column):
+        return pd.concat([gt[column], pred[column]], ignore_index=True)
+
+    doc = doc_index.get_indexer(both("doc_id"))
+    if (doc < 0).any():
+        msg = "predicted entities of documents absent from the ground truth must be removed first"
+        raise ValueError(msg)
+    gtype_codes, gtype_names = pd.factorize(both("group_type"), sort=True)
+    etype_codes, etype_names = pd.factorize(both("entity_type"), sort=True)
+    value_codes = normalizer.codes(both("value"))
+    tv, tv_uniques = pd.factorize(etype_codes.astype(np.int64) * (int(value_codes.max(initial=0)) + 1)
+                                  + value_codes)
+    grp = both("group").to_numpy(np.int64)
+    conf = both("confidence").to_numpy(np.float64)
+    vocab = _Vocab(doc_index, pd.Index(gtype_names, dtype=object), pd.Index(etype_names, dtype=object),
+                   len(tv_uniques))
+
+    def side(sl: slice, source: pd.DataFrame) -> _Side:
+        return _Side(doc[sl].astype(np.int64), gtype_codes[sl].astype(np.int64), grp[sl],
+                     etype_codes[sl].astype(np.int64), tv[sl].astype(np.int64), conf[sl], source)
+
+    return side(slice(0, n_gt), gt), side(slice(n_gt, None), pred), vocab
 
 
 # --- group matching -------------------------------------------------------------------
 
 
-def _group_sizes(side: pd.DataFrame) -> pd.DataFrame:
-    grouped = side[side["grp"] >= 0]
-    return grouped.groupby(["doc", "gtype", "grp", "etype"], sort=False).size().rename("n").reset_index()
+class _Groups:
+    """Group ids of both sides, their blocks, and the optimal matching per block."""
 
+    def __init__(self, g: _Side, p: _Side, n_gtypes: int) -> None:
+        self.g, self.p = g, p
+        self.n_gtypes = n_gtypes
+        self.n_groups = max(int(g.grp.max(initial=-1)), int(p.grp.max(initial=-1))) + 2
+        for s in (g, p):
+            grouped = s.grp >= 0
+            key = (s.doc * n_gtypes + s.gtype) * self.n_groups + s.grp
+            s.gid = np.full(len(s.doc), -1, np.int64)
+            codes, uniques = pd.factorize(key[grouped], sort=True)
+            s.gid[grouped] = codes
+            s.group_keys = np.asarray(uniques, np.int64)  # sorted: block-major, index-minor
+        self.block_g = g.group_keys // self.n_groups
+        self.block_p = p.group_keys // self.n_groups
 
-def _match(g: pd.DataFrame, p: pd.DataFrame) -> pd.DataFrame:
-    """Pairs (doc, gtype, pgrp, ggrp) with S, for every GT and predicted group.
+    def pairs(self) -> pd.DataFrame:
+        """All pairs: ``doc, gtype, pgid, ggid, pgrp, ggrp`` (-1 = none / non-group)."""
+        blocks, inv = np.unique(np.concatenate([self.block_p, self.block_g]), return_inverse=True)
+        n_p = np.bincount(inv[: len(self.block_p)], minlength=len(blocks))
+        n_g = np.bincount(inv[len(self.block_p):], minlength=len(blocks))
+        first_p = np.concatenate([[0], np.cumsum(n_p)])[:-1]
+        first_g = np.concatenate([[0], np.cumsum(n_g)])[:-1]
+        matched_p, matched_g = [], []
+        single = (n_p == 1) & (n_g == 1)
+        matched_p.append(first_p[single])
+        matched_g.append(first_g[single])
+        multi = (n_p >= 1) & (n_g >= 1) & ~single
+        if multi.any():
+            mp, mg = self._match_multi(blocks[multi], n_p[multi], n_g[multi], first_p[multi], first_g[multi])
+            matched_p.append(mp)
+            matched_g.append(mg)
+        pgid = np.concatenate(matched_p).astype(np.int64)
+        ggid = np.concatenate(matched_g).astype(np.int64)
+        free_p = np.setdiff1d(np.arange(len(self.block_p)), pgid)
+        free_g = np.setdiff1d(np.arange(len(self.block_g)), ggid)
+        pgid = np.concatenate([pgid, free_p, np.full(len(free_g), -1)])
+        ggid = np.concatenate([ggid, np.full(len(free_p), -1), free_g])
+        block = np.where(pgid >= 0, take(self.block_p, pgid), take(self.block_g, ggid))
+        frame = pd.DataFrame({
+            "doc": block // self.n_gtypes,
+            "gtype": block % self.n_gtypes,
+            "pgid": pgid,
+            "ggid": ggid,
+            "pgrp": np.where(pgid >= 0, take(self.p.group_keys, pgid) % self.n_groups, -1),
+            "ggrp": np.where(ggid >= 0, take(self.g.group_keys, ggid) % self.n_groups, -1),
+        })
+        order = np.lexsort((frame["pgrp"].to_numpy(), frame["ggrp"].to_numpy(),
+                            frame["gtype"].to_numpy(), frame["doc"].to_numpy()))
+        return frame.iloc[order].reset_index(drop=True)
 
-    Unmatched groups appear with -1 on the other side.
-    """
-    key = ["doc", "gtype"]
-    g_groups = g.loc[g["grp"] >= 0, [*key, "grp"]].drop_duplicates()
-    p_groups = p.loc[p["grp"] >= 0, [*key, "grp"]].drop_duplicates()
-    n_g = g_groups.groupby(key).size().rename("M")
-    n_p = p_groups.groupby(key).size().rename("N")
-    blocks = pd.concat([n_p, n_g], axis=1).fillna(0).astype(np.int64).reset_index()
-    both = blocks[(blocks["N"] > 0) & (blocks["M"] > 0)]
+    def _per_group(self, s: _Side, key: np.ndarray, in_multi: np.ndarray):
+        """Counts per (group, key) for grouped entities of multi blocks."""
+        mask = (s.gid >= 0) & in_multi
+        packed = s.gid[mask] * (int(key.max(initial=0)) + 1) + key[mask]
+        uniques, counts = np.unique(packed, return_counts=True)
+        width = int(key.max(initial=0)) + 1
+        return uniques // width, uniques % width, counts
 
-    # S per candidate pair: multiset intersection of (type, value) between groups.
-    cg = g[g["grp"] >= 0].groupby([*key, "grp", "tv", "etype"], sort=False).size().rename("ng").reset_index()
-    cp = p[p["grp"] >= 0].groupby([*key, "grp", "tv"], sort=False).size().rename("np").reset_index()
-    shared = cp.merge(cg, on=[*key, "tv"], suffixes=("_p", "_g"))
-    shared["s"] = np.minimum(shared["np"], shared["ng"])
-    s_e = shared.groupby([*key, "grp_p", "grp_g", "etype"], sort=False)["s"].sum().reset_index()
+    def _pair_weights(self, key_g: np.ndarray, key_p: np.ndarray, width: int,
+                      in_multi_g: np.ndarray, in_multi_p: np.ndarray) -> pd.DataFrame:
+        """For pairs of groups in one block sharing a key: sum over keys of min(counts)."""
+        gg, kg, cg = self._per_group(self.g, key_g, in_multi_g)
+        pg, kp, cp = self._per_group(self.p, key_p, in_multi_p)
+        left = pd.DataFrame({"k": self.block_p[pg] * width + kp, "p": pg, "np": cp})
+        right = pd.DataFrame({"k": self.block_g[gg] * width + kg, "g": gg, "ng": cg})
+        joined = left.merge(right, on="k", how="inner", sort=False)
+        joined["m"] = np.minimum(joined["np"].to_numpy(), joined["ng"].to_numpy())
+        return joined.groupby(["p", "g"], sort=False)["m"].sum().reset_index()
 
-    # W per candidate pair: sum over shared entity types of min(FP^e, FN^e).
-    sizes_g, sizes_p = _group_sizes(g), _group_sizes(p)
-    multi = both[(both["N"] > 1) | (both["M"] > 1)][key]
-    sizes_g = sizes_g.merge(multi, on=key)
-    sizes_p = sizes_p.merge(multi, on=key)
-    typed = sizes_p.merge(sizes_g, on=[*key, "etype"], suffixes=("_p", "_g"))
-    typed = typed.rename(columns={"grp_p": "grp_p", "grp_g": "grp_g"})
-    typed = typed.merge(s_e, on=[*key, "grp_p", "grp_g", "etype"], how="left")
-    typed["s"] = typed["s"].fillna(0).astype(np.int64)
-    typed["w"] = np.minimum(typed["n_p"] - typed["s"], typed["n_g"] - typed["s"])
-    weights = typed.groupby([*key, "grp_p", "grp_g"], sort=False).agg(s=("s", "sum"), w=("w", "sum")).reset_index()
-
-    s_pair = s_e.groupby([*key, "grp_p", "grp_g"], sort=False)["s"].sum()
-
-    matched = [_match_single_blocks(both, g_groups, p_groups, s_pair)]
-    matched.append(_match_multi_blocks(both, weights))
-    pairs = pd.concat(matched, ignore_index=True)
-    pairs["s"] = s_pair.reindex(pd.MultiIndex.from_frame(pairs[[*key, "grp_p", "grp_g"]])).fillna(0).to_numpy(np.int64)
-
-    # Unmatched groups on either side.
-    left_p = p_groups.merge(pairs[[*key, "grp_p"]].rename(columns={"grp_p": "grp"}), how="left", indicator=True)
-    left_p = left_p[left_p["_merge"] == "left_only"]
-    left_g = g_groups.merge(pairs[[*key, "grp_g"]].rename(columns={"grp_g": "grp"}), how="left", indicator=True)
-    left_g = left_g[left_g["_merge"] == "left_only"]
-    unmatched = pd.concat([
-        pd.DataFrame({"doc": left_p["doc"], "gtype": left_p["gtype"], "grp_p": left_p["grp"],
-                      "grp_g": _UNMATCHED, "s": 0}),
-        pd.DataFrame({"doc": left_g["doc"], "gtype": left_g["gtype"], "grp_p": _UNMATCHED,
-                      "grp_g": left_g["grp"], "s": 0}),
-    ], ignore_index=True)
-    out = pd.concat([pairs, unmatched], ignore_index=True).astype(np.int64)
-    return out.sort_values([*key, "grp_g", "grp_p"], kind="stable", ignore_index=True)
-
-
-def _match_single_blocks(both: pd.DataFrame, g_groups, p_groups, s_pair) -> pd.DataFrame:
-    """1 x 1 blocks: the only pairing is the trivial one."""
-    single = both[(both["N"] == 1) & (both["M"] == 1)][["doc", "gtype"]]
-    gp = single.merge(p_groups, on=["doc", "gtype"]).rename(columns={"grp": "grp_p"})
-    gp = gp.merge(g_groups, on=["doc", "gtype"]).rename(columns={"grp": "grp_g"})
-    return gp[["doc", "gtype", "grp_p", "grp_g"]]
-
-
-def _match_multi_blocks(both: pd.DataFrame, weights: pd.DataFrame) -> pd.DataFrame:
-    """Blocks with more than one group on a side: one Hungarian solve each."""
-    multi = both[(both["N"] > 1) | (both["M"] > 1)].reset_index(drop=True)
-    if multi.empty:
-        return pd.DataFrame(columns=["doc", "gtype", "grp_p", "grp_g"], dtype=np.int64)
-    block_of = pd.Series(np.arange(len(multi)), index=pd.MultiIndex.from_frame(multi[["doc", "gtype"]]))
-    weights = weights.assign(block=block_of.reindex(pd.MultiIndex.from_frame(weights[["doc", "gtype"]])).to_numpy())
-    weights = weights.sort_values("block", kind="stable")
-    bounds = np.searchsorted(weights["block"].to_numpy(), np.arange(len(multi) + 1))
-    wp, wg = weights["grp_p"].to_numpy(), weights["grp_g"].to_numpy()
-    ws, ww = weights["s"].to_numpy(), weights["w"].to_numpy()
-    sizes_n, sizes_m = multi["N"].to_numpy(), multi["M"].to_numpy()
-    out_block, out_p, out_g = [], [], []
-    for b in range(len(multi)):
-        n, m = int(sizes_n[b]), int(sizes_m[b])
-        lo, hi = bounds[b], bounds[b + 1]
-        shared = np.zeros((n, m), np.int64)
-        subst = np.zeros((n, m), np.int64)
-        shared[wp[lo:hi], wg[lo:hi]] = ws[lo:hi]
-        subst[wp[lo:hi], wg[lo:hi]] = ww[lo:hi]
-        rows, cols = match_block(shared, subst)
-        out_block.append(np.full(len(rows), b))
-        out_p.append(rows)
-        out_g.append(cols)
-    block = np.concatenate(out_block)
-    return pd.DataFrame({
-        "doc": multi["doc"].to_numpy()[block],
-        "gtype": multi["gtype"].to_numpy()[block],
-        "grp_p": np.concatenate(out_p),
-        "grp_g": np.concatenate(out_g),
-    })
+    def _match_multi(self, blocks, n_p, n_g, first_p, first_g):
+        """Hungarian solves, batched by block shape."""
+        g, p = self.g, self.p
+        is_multi_g = take(np.isin(self.block_g, blocks), g.gid, 0).astype(bool)
+        is_multi_p = take(np.isin(self.block_p, blocks), p.gid, 0).astype(bool)
+        n_tv = int(max(g.tv.max(initial=0), p.tv.max(initial=0))) + 1
+        n_et = int(max(g.etype.max(initial=0), p.etype.max(initial=0))) + 1
+        shared = self._pair_weights(g.tv, p.tv, n_tv, is_multi_g, is_multi_p)
+        overlap = self._pair_weights(g.etype, p.etype, n_et, is_multi_g, is_multi_p)
+        weights = overlap.merge(shared, on=["p", "g"], how="left", suffixes=("_o", "_s"))
+        s_val = weights["m_s"].fillna(0).to_numpy(np.int64)
+        w_val = weights["m_o"].to_numpy(np.int64) - s_val  # W = sum_e min(Np_e, Ng_e) - S
+        wp, wg = weights["p"].to_numpy(), weights["g"].to_numpy()
+        block_index = pd.Index(blocks)
+        wb = block_index.get_indexer(self.block_p[wp])
+        out_p, out_g = [], []
+        shapes = pd.DataFrame({"n": n_p, "m": n_g}).groupby(["n", "m"], sort=True).indices
+        for (n, m), members in shapes.items():
+            members = np.asarray(members)
+            local = np.full(len(blocks), -1)
+            local[members] = np.arange(len(members))
+            sel = local[wb] >= 0
+            k = local[wb[sel]]
+            r = wp[sel] - first_p[wb[sel]]
+            c = wg[sel] - first_g[wb[sel]]
+            s_stack = np.zeros((len(members), n, m), np.int64)
+            w_stack = np.zeros((len(members), n, m), np.int64)
+            s_stack[k, r, c] = s_val[sel]
+            w_stack[k, r, c] = w_val[sel]
+            rows, cols = match_stack(s_stack, w_stack)
+            out_p.append((rows + first_p[members][:, None]).ravel())
+            out_g.append((cols + first_g[members][:, None]).ravel())
+        return np.concatenate(out_p), np.concatenate(out_g)
 
 
 # --- cells ----------------------------------------------------------------------------
 
 
-def _assign_cells(g: pd.DataFrame, p: pd.DataFrame, pairs: pd.DataFrame) -> None:
-    """Give every entity its pair: ``cg`` (GT group of the pair) and ``cp`` (pred group).
+def _cells(g: _Side, p: _Side, pairs: pd.DataFrame, groups: _Groups,
+           vocab: _Vocab) -> tuple[pd.DataFrame, np.ndarray]:
+    """Per cell: n_gt, n_pred, tp and the correction counts (SPEC 3.3-3.4); labels entities."""
+    n_pairs = len(pairs)
+    pair_of_p = np.full(len(groups.block_p), -1, np.int64)
+    pair_of_g = np.full(len(groups.block_g), -1, np.int64)
+    pgid, ggid = pairs["pgid"].to_numpy(), pairs["ggid"].to_numpy()
+    pair_of_p[pgid[pgid >= 0]] = np.flatnonzero(pgid >= 0)
+    pair_of_g[ggid[ggid >= 0]] = np.flatnonzero(ggid >= 0)
+    n_et = len(vocab.etypes)
+    for s, pair_of in ((g, pair_of_g), (p, pair_of_p)):
+        # non-group pseudo-pair of document d gets id n_pairs + d
+        s.pair = np.where(s.gid >= 0, take(pair_of, s.gid), n_pairs + s.doc)
+    cell_g, cell_p, cell_keys, n_gt, n_pred = _count_pair(g.pair * n_et + g.etype, p.pair * n_et + p.etype)
+    g.cell, p.cell = cell_g, cell_p
 
-    A pair is identified by (doc, gtype, cg, cp); for non-group both are -1.
+    # tp per (cell, value): multiset intersection
+    n_tv = vocab.n_tv
+    cv_g, cv_p, cv_keys, cvn_g, cvn_p = _count_pair(cell_g * n_tv + g.tv, cell_p * n_tv + p.tv)
+    tp_cv = np.minimum(cvn_g, cvn_p)
+    tp = np.bincount(cv_keys // n_tv, weights=tp_cv, minlength=len(cell_keys)).astype(np.int64)
+    fp, fn = n_pred - tp, n_gt - tp
+    subs = np.minimum(fp, fn)
+
+    _label(g, cv_g, tp_cv, subs, is_pred=False)
+    _label(p, cv_p, tp_cv, subs, is_pred=True)
+
+    pair = cell_keys // n_et
+    grouped = pair < n_pairs
+
+    def of_pair(column: str, non_group: np.ndarray | int) -> np.ndarray:
+        return np.where(grouped, take(pairs[column].to_numpy(), np.where(grouped, pair, -1)), non_group)
+
+    cells = pd.DataFrame({
+        "doc_id": vocab.categorical(of_pair("doc", pair - n_pairs), vocab.doc_ids),
+        "group_type": vocab.categorical(of_pair("gtype", _non_group_code(vocab)), vocab.gtypes),
+        "gt_group": of_pair("ggrp", -1),
+        "pred_group": of_pair("pgrp", -1),
+        "entity_type": vocab.categorical(cell_keys % n_et, vocab.etypes),
+        "n_gt": n_gt, "n_pred": n_pred, "tp": tp, "fp": fp, "fn": fn,
+        "substitution": subs, "addition": fn - subs, "deletion": fp - subs,
+    })
+    return cells, pair
+
+
+def _non_group_code(vocab: _Vocab) -> int:
+    """Code of the non-group type ``""``; added to the vocabulary when neither side has one."""
+    if "" not in vocab.gtypes:
+        object.__setattr__(vocab, "gtypes", vocab.gtypes.append(pd.Index([""], dtype=object)))
+    return int(vocab.gtypes.get_loc(""))
+
+
+def _label(s: _Side, cv: np.ndarray, tp_cv: np.ndarray, subs: np.ndarray, *, is_pred: bool) -> None:
+    """Status of every entity and the rank of its error within its cell.
+
+    Among identical copies in a cell the highest-confidence predictions are the TPs
+    (SPEC 4); GT copies are matched in reading order. The leftover FPs and FNs of a cell
+    are paired in reading order: the first ``substitution`` of each are substitutions.
     """
-    key = ["doc", "gtype"]
-    lookup_p = pairs[pairs["grp_p"] >= 0].set_index([*key, "grp_p"])["grp_g"]
-    lookup_g = pairs[pairs["grp_g"] >= 0].set_index([*key, "grp_g"])["grp_p"]
-    grouped_p = p["grp"].to_numpy() >= 0
-    grouped_g = g["grp"].to_numpy() >= 0
-    p["cp"] = p["grp"]
-    g["cg"] = g["grp"]
-    p["cg"] = np.where(
-        grouped_p, lookup_p.reindex(pd.MultiIndex.from_frame(p[[*key, "grp"]])).fillna(_UNMATCHED).to_numpy(np.int64), -1
-    )
-    g["cp"] = np.where(
-        grouped_g, lookup_g.reindex(pd.MultiIndex.from_frame(g[[*key, "grp"]])).fillna(_UNMATCHED).to_numpy(np.int64), -1
-    )
+    position = np.arange(len(cv))
+    if is_pred:
+        order = np.lexsort((position, -np.nan_to_num(s.confidence, nan=1.0), cv))
+    else:
+        order = np.lexsort((position, cv))
+    is_tp = np.empty(len(cv), bool)
+    is_tp[order] = run_ranks(cv[order]) < tp_cv[cv[order]]
+    wrong = np.flatnonzero(~is_tp)
+    err_order = wrong[np.lexsort((wrong, s.cell[wrong]))]
+    err_rank = np.full(len(cv), -1, np.int64)
+    err_rank[err_order] = run_ranks(s.cell[err_order])
+    status = np.where(is_tp, 0, np.where(err_rank < subs[s.cell], 1, 3 if is_pred else 2))
+    s.status = status
+    s.err_rank = err_rank
 
 
-_CELL = ["doc", "gtype", "cg", "cp", "etype"]
+# --- output frames ----------------------------------------------------------------------
 
 
-def _cells(g: pd.DataFrame, p: pd.DataFrame) -> pd.DataFrame:
-    """Per cell: n_gt, n_pred, tp and the correction counts of SPEC 3.3-3.4."""
-    vg = g.groupby([*_CELL, "tv"], sort=False).size().rename("ng")
-    vp = p.groupby([*_CELL, "tv"], sort=False).size().rename("np")
-    v = pd.concat([vg, vp], axis=1).fillna(0).astype(np.int64)
-    v["tp"] = np.minimum(v["ng"], v["np"])
-    cells = v.groupby(level=_CELL, sort=False).sum().reset_index()
-    cells = cells.rename(columns={"ng": "n_gt", "np": "n_pred"})
-    cells["fp"] = cells["n_pred"] - cells["tp"]
-    cells["fn"] = cells["n_gt"] - cells["tp"]
-    cells["substitution"] = np.minimum(cells["fp"], cells["fn"])
-    cells["addition"] = cells["fn"] - cells["substitution"]
-    cells["deletion"] = cells["fp"] - cells["substitution"]
-    return cells, v["tp"]
+def _pair_frame(pairs: pd.DataFrame, cells: pd.DataFrame, cell_pair: np.ndarray,
+                vocab: _Vocab) -> pd.DataFrame:
+    """Pairs with S (shared) and group TP (SPEC 3.5: every entity type with FP = FN = 0)."""
+    n_pairs = len(pairs)
+    grouped = cell_pair < n_pairs
+    shared = np.bincount(cell_pair[grouped], weights=cells["tp"].to_numpy()[grouped], minlength=n_pairs)
+    wrong = (cells["fp"] + cells["fn"]).to_numpy()[grouped]
+    errors = np.bincount(cell_pair[grouped], weights=wrong, minlength=n_pairs)
+    both = (pairs["pgid"].to_numpy() >= 0) & (pairs["ggid"].to_numpy() >= 0)
+    return pd.DataFrame({
+        "doc_id": vocab.categorical(pairs["doc"].to_numpy(), vocab.doc_ids),
+        "group_type": vocab.categorical(pairs["gtype"].to_numpy(), vocab.gtypes),
+        "pred_group": pairs["pgrp"].to_numpy(),
+        "gt_group": pairs["ggrp"].to_numpy(),
+        "shared": shared.astype(np.int64),
+        "exact": both & (errors == 0),
+    })
 
 
-def _label(g: pd.DataFrame, p: pd.DataFrame, cells: pd.DataFrame, tp_by_value: pd.Series) -> None:
-    """Status of every entity, and the partner value of each substitution.
-
-    Among identical copies in a cell, the highest-confidence predictions are the TPs
-    (SPEC 4); GT copies are matched in reading order. Within a cell, the leftover FPs and
-    FNs are paired in reading order: the first ``substitution`` of each are substitutions.
-    """
-    cell_index = pd.MultiIndex.from_frame(cells[_CELL])
-    subs = pd.Series(cells["substitution"].to_numpy(), index=cell_index)
-
-    conf_key = -p["confidence"].fillna(1.0)
-    order_p = np.lexsort((p["pos"].to_numpy(), conf_key.to_numpy()))
-    order_g = np.argsort(g["pos"].to_numpy(), kind="stable")
-    for side, order in ((g, order_g), (p, order_p)):
-        keys = [*_CELL, "tv"]
-        ranked = side.iloc[order]
-        rank = ranked.groupby(keys, sort=False).cumcount().to_numpy()
-        tp = tp_by_value.reindex(pd.MultiIndex.from_frame(ranked[keys])).to_numpy()
-        is_tp = np.empty(len(side), bool)
-        is_tp[order] = rank < tp
-        side["is_tp"] = is_tp
-        err = side[~side["is_tp"]].sort_values("pos", kind="stable")
-        err_rank = err.groupby(_CELL, sort=False).cumcount().to_numpy()
-        err_subs = subs.reindex(pd.MultiIndex.from_frame(err[_CELL])).to_numpy()
-        side["err_rank"] = -1
-        side.loc[err.index, "err_rank"] = err_rank
-        side["status"] = "correct"
-        wrong = "added" if side is g else "deleted"
-        side.loc[err.index, "status"] = np.where(err_rank < err_subs, "substituted", wrong)
-
-    # partner values for substitutions: k-th leftover FP <-> k-th leftover FN of the cell
-    sub_g = g[g["status"] == "substituted"]
-    sub_p = p[p["status"] == "substituted"]
-    joined = sub_p[[*_CELL, "err_rank"]].reset_index().merge(
-        sub_g[[*_CELL, "err_rank", "value"]].reset_index(), on=[*_CELL, "err_rank"], suffixes=("_p", "_g")
-    )
-    p["other_value"] = None
-    g["other_value"] = None
-    p.loc[joined["index_p"].to_numpy(), "other_value"] = joined["value"].to_numpy()
-    g.loc[joined["index_g"].to_numpy(), "other_value"] = p.loc[joined["index_p"].to_numpy(), "value"].to_numpy()
-    g.loc[joined["index_g"].to_numpy(), "other_confidence"] = p.loc[joined["index_p"].to_numpy(), "confidence"].to_numpy()
+def _partners(g: _Side, p: _Side) -> None:
+    """The value on the other side of each substitution (k-th leftover FP <-> k-th FN)."""
+    width = int(max(g.err_rank.max(initial=0), p.err_rank.max(initial=0))) + 1
+    sub_g = np.flatnonzero(g.status == 1)
+    sub_p = np.flatnonzero(p.status == 1)
+    at = pd.Index(g.cell[sub_g] * width + g.err_rank[sub_g]).get_indexer(
+        p.cell[sub_p] * width + p.err_rank[sub_p])
+    partner_g = sub_g[at]
+    g_values = g.source["value"].to_numpy(object)
+    p_values = p.source["value"].to_numpy(object)
+    p.other_value = np.full(len(p.doc), None, object)
+    g.other_value = np.full(len(g.doc), None, object)
+    p.other_value[sub_p] = g_values[partner_g]
+    g.other_value[partner_g] = p_values[sub_p]
 
 
-def _flat(g: pd.DataFrame, p: pd.DataFrame, vocab: _Vocab) -> pd.DataFrame:
+def _entity_frame(s: _Side, pairs: pd.DataFrame, vocab: _Vocab, *, side: str) -> pd.DataFrame:
+    """Input entities with their pair, status and substitution partner."""
+    other = pairs["pgrp" if side == "gt" else "ggrp"].to_numpy()
+    grouped = s.gid >= 0
+    return pd.DataFrame({
+        "doc_id": vocab.categorical(s.doc, vocab.doc_ids),
+        "group_type": vocab.categorical(s.gtype, vocab.gtypes),
+        "group": s.grp,
+        "paired_group": take(other, np.where(grouped, s.pair, -1)),
+        "entity_type": vocab.categorical(s.etype, vocab.etypes),
+        "value": pd.Series(s.source["value"].to_numpy(object), dtype=object),
+        "confidence": s.confidence,
+        "status": pd.Categorical.from_codes(s.status, categories=list(STATUSES)),
+        "other_value": pd.Series(s.other_value, dtype=object),
+        "position": np.arange(len(s.doc)),
+        "cell": s.cell,
+    })
+
+
+def _flat(g: _Side, p: _Side, vocab: _Vocab) -> pd.DataFrame:
     """Flat entity counts (SPEC 3.7): multiset intersection per document, groups ignored."""
-    vg = g.groupby(["doc", "etype", "tv"], sort=False).size().rename("n_gt")
-    vp = p.groupby(["doc", "etype", "tv"], sort=False).size().rename("n_pred")
-    v = pd.concat([vg, vp], axis=1).fillna(0).astype(np.int64)
-    v["tp"] = np.minimum(v["n_gt"], v["n_pred"])
-    flat = v.groupby(level=["doc", "etype"], sort=False).sum().reset_index()
-    flat["doc_id"] = vocab.doc_ids.to_numpy(object)[flat["doc"].to_numpy()]
-    flat["entity_type"] = vocab.etype(flat["etype"].to_numpy())
-    return flat[["doc_id", "entity_type", "tp", "n_gt", "n_pred"]]
-
-
-# --- decoding -------------------------------------------------------------------------
-
-
-def _mark_exact(pairs: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
-    """Group TP (SPEC 3.5): a matched pair with FP^e = FN^e = 0 for every entity type."""
-    errors = (cells["fp"] + cells["fn"]).groupby(
-        [cells["doc"], cells["gtype"], cells["cg"], cells["cp"]], sort=False
-    ).sum()
-    key = pd.MultiIndex.from_arrays([pairs["doc"], pairs["gtype"], pairs["grp_g"], pairs["grp_p"]])
-    matched = (pairs["grp_p"].to_numpy() >= 0) & (pairs["grp_g"].to_numpy() >= 0)
-    return pairs.assign(exact=matched & (errors.reindex(key).fillna(0).to_numpy() == 0))
-
-
-def _decode_cells(cells: pd.DataFrame, vocab: _Vocab) -> pd.DataFrame:
-    out = pd.DataFrame({
-        **vocab.names(cells),
-        "gt_group": cells["cg"].to_numpy(),
-        "pred_group": cells["cp"].to_numpy(),
-        "entity_type": vocab.etype(cells["etype"].to_numpy()),
-    })
-    for column in ("n_gt", "n_pred", "tp", "fp", "fn", "substitution", "addition", "deletion"):
-        out[column] = cells[column].to_numpy(np.int64)
-    return out
-
-
-def _decode_pairs(pairs: pd.DataFrame, vocab: _Vocab) -> pd.DataFrame:
+    n_tv = vocab.n_tv
+    _, _, keys, n_gt, n_pred = _count_pair(g.doc * n_tv + g.tv, p.doc * n_tv + p.tv)
+    tp = np.minimum(n_gt, n_pred)
+    tv_etype = np.zeros(n_tv, np.int64)
+    tv_etype[np.concatenate([g.tv, p.tv])] = np.concatenate([g.etype, p.etype])
+    n_et = len(vocab.etypes)
+    de = (keys // n_tv) * n_et + tv_etype[keys % n_tv]
+    codes, uniques = pd.factorize(de)
+    uniques = np.asarray(uniques, np.int64)
     return pd.DataFrame({
-        **vocab.names(pairs),
-        "pred_group": pairs["grp_p"].to_numpy(),
-        "gt_group": pairs["grp_g"].to_numpy(),
-        "shared": pairs["s"].to_numpy(),
-        "exact": pairs["exact"].to_numpy(bool),
-    })
-
-
-def _decode_entities(frame: pd.DataFrame, vocab: _Vocab, *, side: str) -> pd.DataFrame:
-    """Entities of one side with their pair, status and substitution partner."""
-    other = "cp" if side == "gt" else "cg"
-    return pd.DataFrame({
-        **vocab.names(frame),
-        "group": frame["grp"].to_numpy(),
-        "paired_group": np.where(frame["grp"].to_numpy() >= 0, frame[other].to_numpy(), -1),
-        "entity_type": vocab.etype(frame["etype"].to_numpy()),
-        "value": frame["value"].to_numpy(object),
-        "confidence": frame["confidence"].to_numpy(np.float64),
-        "status": frame["status"].to_numpy(object),
-        "other_value": frame["other_value"].to_numpy(object),
-        "position": frame["pos"].to_numpy(),
+        "doc_id": vocab.categorical(uniques // n_et, vocab.doc_ids),
+        "entity_type": vocab.categorical(uniques % n_et, vocab.etypes),
+        "tp": np.bincount(codes, weights=tp).astype(np.int64),
+        "n_gt": np.bincount(codes, weights=n_gt).astype(np.int64),
+        "n_pred": np.bincount(codes, weights=n_pred).astype(np.int64),
     })

@@ -136,9 +136,10 @@ class ModelResult:
 
     @cached_property
     def by_group_type(self) -> pd.DataFrame:
-        cells = self.counted.cells.assign(
-            group_type=self.counted.cells["group_type"].replace("", NON_GROUP_LABEL))
-        out = cells.groupby("group_type")[["tp", "fp", "fn", "substitution", "addition", "deletion"]].sum()
+        cells = self.counted.cells
+        out = cells.groupby("group_type", observed=True)[
+            ["tp", "fp", "fn", "substitution", "addition", "deletion"]].sum()
+        out.index = pd.Index([NON_GROUP_LABEL if t == "" else t for t in out.index], name="group_type")
         out = add_scores(out)
         pairs = self.counted.pairs
         g = pd.DataFrame({
@@ -146,7 +147,9 @@ class ModelResult:
             "group_tp": pairs["exact"].astype(np.int64),
             "n_pred_groups": (pairs["pred_group"] >= 0).astype(np.int64),
             "n_gt_groups": (pairs["gt_group"] >= 0).astype(np.int64),
-        }).groupby("group_type").sum().reindex(out.index, fill_value=0)
+        }).groupby("group_type", observed=True).sum()
+        g.index = pd.Index(list(g.index), name="group_type")
+        g = g.reindex(out.index, fill_value=0)
         out["group_tp"] = g["group_tp"]
         out["group_fp"] = g["n_pred_groups"] - g["group_tp"]
         out["group_fn"] = g["n_gt_groups"] - g["group_tp"]

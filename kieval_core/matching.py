@@ -6,9 +6,9 @@ order of priority:
 1. ``S`` — the number of identical (type, value) entities shared by paired groups;
 2. ``W`` — the substitutions the pairing allows (fewest corrections: Error = FP + FN - Subs
    and FP + FN are fixed once S is, so more substitutions means fewer corrections);
-3. ``T`` — low indices with low indices: sum over pairs of (N - n) * (M - m), which prefers
-   matching the first groups of the larger side and, among equal choices, pairs groups in
-   reading order.
+3. ``T`` — low indices with low indices: the sum over pairs of (N - n) * (M - m), which
+   prefers matching the first groups of the larger side and, among equal choices, pairs
+   groups in reading order.
 
 The three criteria are folded into one integer weight ``S*A + W*B + T`` with ``B`` larger
 than any total ``T`` and ``A`` larger than any total ``W*B + T``, so one Hungarian solve
@@ -34,21 +34,41 @@ def tie_break_weights(n_pred: int, n_gt: int) -> np.ndarray:
     return np.outer(np.arange(n_pred, 0, -1), np.arange(n_gt, 0, -1))
 
 
-def match_block(shared: np.ndarray, substitutable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Optimal pairing of one block: rows are predicted groups, columns GT groups.
+def match_stack(shared: np.ndarray, substitutable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Optimal pairings of K blocks of the same shape (N, M).
 
     Parameters
     ----------
-    shared : ndarray of int, shape (N, M)
-        S(n, m), identical entities shared by predicted group n and GT group m.
-    substitutable : ndarray of int, shape (N, M)
-        W(n, m), substitutions the pair would need (sum over entity types of
+    shared : ndarray of int, shape (K, N, M)
+        S(n, m): identical entities shared by predicted group n and GT group m.
+    substitutable : ndarray of int, shape (K, N, M)
+        W(n, m): substitutions the pair would need (sum over entity types of
         min(FP^e, FN^e)).
 
     Returns
     -------
-    rows, cols : ndarray
-        Matched predicted and GT group indices, ``min(N, M)`` pairs, rows ascending.
+    rows, cols : ndarray of int, shape (K, min(N, M))
+        Matched predicted and GT group indices per block, rows ascending.
+    """
+    n_blocks, n_pred, n_gt = shared.shape
+    k = min(n_pred, n_gt)
+    tie = tie_break_weights(n_pred, n_gt).astype(np.float64)
+    b = float(k * tie.max() + 1) if k else 1.0
+    a = (float(substitutable.max(initial=0)) * k + 1.0) * b
+    if (float(shared.max(initial=0)) * k + 1.0) * a >= _EXACT:
+        tie[:] = 0.0
+        b = 1.0
+        a = float(substitutable.max(initial=0)) * k + 1.0
+    weights = shared * a + substitutable * b + tie
+    rows = np.empty((n_blocks, k), np.int64)
+    cols = np.empty((n_blocks, k), np.int64)
+    for i in range(n_blocks):
+        rows[i], cols[i] = linear_sum_assignment(weights[i], maximize=True)
+    return rows, cols
+
+
+def match_block(shared: np.ndarray, substitutable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Optimal pairing of one block: rows are predicted groups, columns GT groups.
 
     Examples
     --------
@@ -58,18 +78,8 @@ def match_block(shared: np.ndarray, substitutable: np.ndarray) -> tuple[np.ndarr
     >>> cols.tolist()
     [0, 1]
     """
-    n_pred, n_gt = shared.shape
-    k = min(n_pred, n_gt)
-    tie = tie_break_weights(n_pred, n_gt)
-    b = float(k * tie.max() + 1) if k else 1.0
-    w_bound = float(substitutable.max(initial=0)) * k
-    a = (w_bound + 1.0) * b
-    if float(shared.max(initial=0)) * k * a + a >= _EXACT:
-        tie = np.zeros_like(tie)
-        b = 1.0
-        a = w_bound + 1.0
-    weights = shared * a + substitutable * b + tie
-    return linear_sum_assignment(weights, maximize=True)
+    rows, cols = match_stack(shared[None], substitutable[None])
+    return rows[0], cols[0]
 
 
 def brute_force_match(shared: np.ndarray, substitutable: np.ndarray) -> list[tuple[int, int]]:

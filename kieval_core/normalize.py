@@ -10,6 +10,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 _SPACES = re.compile(r"\s+")
@@ -85,8 +86,15 @@ class Normalizer:
             value = _NUMBER_SEPARATOR.sub("", value)
         return value
 
-    def series(self, values: pd.Series) -> pd.Series:
-        """Normalise a column of values; each distinct value is normalised once."""
-        codes, uniques = pd.factorize(values, sort=False)
-        normalised = pd.Index([self(v) for v in uniques], dtype=object)
-        return pd.Series(normalised.take(codes), index=values.index, dtype=object)
+    def codes(self, values: pd.Series) -> np.ndarray:
+        """Integer codes such that two values share a code iff they compare equal.
+
+        Each distinct raw value is normalised once.
+
+        >>> Normalizer().codes(pd.Series(["a", " a", "b", "a  "])).tolist()
+        [0, 0, 1, 0]
+        """
+        raw_codes, uniques = pd.factorize(values, sort=False)
+        normalised = [self(v) for v in uniques]
+        norm_codes, _ = pd.factorize(pd.Series(normalised, dtype=object), sort=False)
+        return norm_codes[raw_codes] if len(raw_codes) else np.zeros(0, np.int64)

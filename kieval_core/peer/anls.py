@@ -66,14 +66,17 @@ def anls_star(gt: Any, pred: Any) -> float:
     --------
     >>> anls_star({"total": "10.00", "items": ["tea", "cake"]},
     ...           {"total": "10.00", "items": ["cake", "tee"]})
-    0.8888888888888888
+    0.888888888888889
     >>> anls_star({"date": ("01/02/2019", "2019-02-01")}, {"date": "2019-02-01"})
     1.0
     """
     _validate(gt, is_gt=True)
     _validate(pred, is_gt=False)
-    if isinstance(gt, list) and gt and all(isinstance(x, str) for x in gt) and isinstance(
-        pred, str
+    if (
+        isinstance(gt, list)
+        and gt
+        and all(isinstance(x, str) for x in gt)
+        and isinstance(pred, str)
     ):
         gt = tuple(gt)  # the package's compatibility mode for VQA-style answer lists
     match = _compare(gt, pred)
@@ -113,7 +116,7 @@ def anls_star_corpus(pairs: Iterable[tuple[Any, Any]]) -> ANLSCorpus:
 def _validate(obj: Any, *, is_gt: bool) -> None:
     if isinstance(obj, tuple):
         if not is_gt:
-            msg = f"tuples are reserved for alternative ground truths, found {obj!r} in a prediction"
+            msg = f"tuples are reserved for alternative ground truths, got {obj!r} in a prediction"
             raise ValueError(msg)
         if not obj:
             msg = "a ground-truth tuple needs at least one alternative"
@@ -169,8 +172,10 @@ def _leaf_similarities(gts: list[Any], preds: list[Any]) -> np.ndarray:
     a = [_normalise(x) for x in gts]
     b = [_normalise(x) for x in preds]
     distance = cdist(a, b, scorer=Levenshtein.distance, dtype=np.int64)
-    longest = np.maximum(np.fromiter(map(len, a), np.int64, len(a))[:, None],
-                         np.fromiter(map(len, b), np.int64, len(b))[None, :])
+    longest = np.maximum(
+        np.fromiter(map(len, a), np.int64, len(a))[:, None],
+        np.fromiter(map(len, b), np.int64, len(b))[None, :],
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         score = 1 - distance / longest
     score[longest == 0] = 1.0
@@ -240,7 +245,7 @@ def _compare_lists(gt: list, pred: list) -> _Match:
     chosen = [matches(row, col) for row, col in pairs]
     matched_rows = {row for row, _ in pairs}
     matched_cols = {col for _, col in pairs}
-    closest = [m.closest for m, _ in sorted(zip(chosen, pairs), key=lambda t: t[1][1])]
+    closest = [m.closest for m, _ in sorted(zip(chosen, pairs, strict=True), key=lambda t: t[1][1])]
     closest.extend(x for i, x in enumerate(gt) if i not in matched_rows)
     length = (
         sum(m.length for m in chosen)
@@ -270,11 +275,9 @@ def _pair_matches(gt: list, pred: list):
         similarity = _leaf_similarities(list(gt_leaves), list(pred_leaves))
         exact = gt_leaves[:, None] == pred_leaves[None, :]
         leaf_scores[np.ix_(rows, cols)] = similarity
-        profit[np.ix_(rows, cols)] = np.where(
-            exact, np.nextafter(similarity, math.inf), similarity
-        )
+        profit[np.ix_(rows, cols)] = np.where(exact, np.nextafter(similarity, math.inf), similarity)
     recursed: dict[tuple[int, int], _Match] = {}
-    for i, j in zip(*np.nonzero(~(leaf_rows[:, None] & leaf_cols[None, :]))):
+    for i, j in zip(*np.nonzero(~(leaf_rows[:, None] & leaf_cols[None, :])), strict=True):
         match = _compare(gt[i], pred[j])
         recursed[int(i), int(j)] = match
         mean = _mean(match)

@@ -227,14 +227,14 @@ def nted(gt: dict, pred: dict) -> float:
     Examples
     --------
     >>> nted({"menu": [{"nm": "cake", "cnt": "2"}]}, {"menu": [{"nm": "cake", "cnt": "3"}]})
-    0.875
+    0.8888888888888888
     """
     gt_tree = donut_tree(donut_normalize(gt))
     pred_tree = donut_tree(donut_normalize(pred))
     insert, _ = _node_costs(gt_tree.labels)
     # TED(empty tree, gt) maps the empty root onto gt's root at no cost and inserts
     # every other node: relabelling the root anywhere else never costs less.
-    empty_distance = insert[:-1].sum()
+    empty_distance = float(insert[:-1].sum())
     if empty_distance == 0:
         return 1.0 if len(pred_tree.labels) == 1 else 0.0
     return max(0.0, 1 - tree_edit_distance(pred_tree, gt_tree) / empty_distance)
@@ -278,10 +278,10 @@ def donut_field_f1(gts: Sequence[dict], preds: Sequence[dict]) -> DonutFieldF1:
     (1, 1, 1, 0.5)
     """
     if len(gts) != len(preds):
-        msg = f"donut_field_f1 needs one prediction per document: {len(gts)} gts, {len(preds)} preds"
+        msg = f"donut_field_f1 needs one prediction per GT: {len(gts)} gts, {len(preds)} preds"
         raise ValueError(msg)
     tp = fp = fn = 0
-    for gt, pred in zip(gts, preds):
+    for gt, pred in zip(gts, preds, strict=True):
         gt_fields = Counter(donut_flatten(donut_normalize(gt)))
         pred_fields = Counter(donut_flatten(donut_normalize(pred)))
         matched = (gt_fields & pred_fields).total()
@@ -354,7 +354,8 @@ def _zhang_shasha(
                 via_pair = fd[left, layout.before[cells]] + treedist[node, targets]
                 if left == 0:
                     on_path = layout.on_path[cells]
-                    via_pair[on_path] = fd[x - 1, cols[on_path] - 1] + update[node, targets[on_path]]
+                    diagonal = fd[x - 1, cols[on_path] - 1]
+                    via_pair[on_path] = diagonal + update[node, targets[on_path]]
                 best = np.minimum(fd[x - 1, cols] + remove[node], via_pair)
                 running = np.minimum.accumulate(best - layout.prefix[cells] - shift[cells])
                 fd[x, cols] = np.minimum(running + shift[cells], fd[x, 0]) + layout.prefix[cells]

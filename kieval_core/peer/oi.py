@@ -51,8 +51,9 @@ _BAGS = {"botw": "wer", "boe": "er"}
 class Detection:
     """TP/FP/FN counts and the precision, recall and F1 derived from them.
 
-    Zero divisions follow ``ie-eval``: precision is 1.0 when nothing was predicted,
-    recall 1.0 when there was nothing to find, F1 0.0 when both are 0.
+    Zero divisions follow ``ie-eval``: precision is 1.0 when nothing was predicted and
+    recall 1.0 when there was nothing to find. F1 = 2 TP / (2 TP + FP + FN), which is
+    the harmonic mean of the two under those rules (1.0 when all counts are 0).
     """
 
     tp: int
@@ -69,8 +70,8 @@ class Detection:
 
     @property
     def f1(self) -> float:
-        p, r = self.precision, self.recall
-        return 2 * p * r / (p + r) if p + r else 0.0
+        denominator = 2 * self.tp + self.fp + self.fn
+        return 2 * self.tp / denominator if denominator else 1.0
 
 
 @dataclass(frozen=True)
@@ -149,35 +150,34 @@ def oi_metrics(
     >>> pred = [("date", "1891"), ("name", "Ana Smith")]
     >>> result = oi_metrics([(gt, pred)])
     >>> round(result.oiecer.rate, 4), result.oiewer.rate, result.oinerval.f1
-    (0.175, 1.0, 1.0)
+    (0.175, 0.75, 1.0)
     >>> result.bag_of_tagged_words.tp, result.bag_of_entities.tp
     (1, 0)
     """
     if not 0.0 <= cer_threshold <= 1.0:
         msg = f"cer_threshold must be a fraction in [0, 1], got {cer_threshold!r}"
         raise ValueError(msg)
-    docs = [(_entities(gt, i, "ground-truth"), _entities(pred, i, "predicted"))
-            for i, (gt, pred) in enumerate(docs)]
-    per_category = []
-    for index, (gt, pred) in enumerate(docs):
-        per_category.extend(
-            (index, *row) for row in _assignment_counts(gt, pred, cer_threshold)
-        )
-    assigned = pd.DataFrame(per_category, columns=["doc", "category", "scope", *_ASSIGNMENT_COUNTS])
-    whole = assigned[assigned.scope == "document"].set_index("doc")[_ASSIGNMENT_COUNTS]
-    split = assigned[assigned.scope == "category"].drop(columns=["scope", "doc"])
-    bags = {name: _bag_counts(docs, name) for name in _BAGS}
-
-    documents = whole.reindex(range(len(docs)), fill_value=0)
-    categories = split.groupby("category").sum()
-    for name, (per_doc_cat, per_doc) in bags.items():
-        documents = documents.join(per_doc.add_prefix(f"{name}_"))
-        categories = categories.join(_sum_by_category(per_doc_cat).add_prefix(f"{name}_"),
-                                     how="outer")
-    documents = _derived_columns(documents.fillna(0).astype(_count_dtypes(documents)))
-    categories = _derived_columns(categories.fillna(0).astype(_count_dtypes(categories)))
-
-    totals = documents.sum(numeric_only=True)
+    docs = [
+        (_entities(gt, i, "ground-truth"), _entities(pred, i, "predicted"))
+        for i, (gt, pred) in enumerate(docs)
+    ]
+    names = sorted({category for doc in docs for side in doc for category, _ in side})
+    index = {name: k for k, name in enumerate(names)}
+    per_doc = np.zeros((len(docs), len(_ASSIGNMENT_COUNTS)))
+    per_category = np.zeros((len(names), len(_ASSIGNMENT_COUNTS)))
+    for doc, (gt, pred) in enumerate(docs):
+        per_doc[doc], by_category = _assignment_counts(gt, pred, cer_threshold)
+        for name, counts in by_category:
+            per_category[index[name]] += counts
+    doc_columns = dict(zip(_ASSIGNMENT_COUNTS, per_doc.T, strict=True))
+    category_columns = dict(zip(_ASSIGNMENT_COUNTS, per_category.T, strict=True))
+    for bag in _BAGS:
+        bag_docs, bag_categories = _bag_counts(docs, index, split_words=bag == "botw")
+        doc_columns.update({f"{bag}_{c}": v for c, v in bag_docs.items()})
+        category_columns.update({f"{bag}_{c}": v for c, v in bag_categories.items()})
+    documents = _table(doc_columns, pd.RangeIndex(len(docs), name="doc"))
+    categories = _table(category_columns, pd.Index(names, name="category", dtype=object))
+    totals = documents.sum()
     return OIResult(
         oiecer=ErrorRate(float(totals.ecer_errors), int(totals.n_gt)),
         oiewer=ErrorRate(float(totals.ewer_errors), int(totals.n_gt)),
@@ -202,8 +202,8 @@ def prf_columns(tp, fp, fn) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     with np.errstate(divide="ignore", invalid="ignore"):
         precision = np.where(tp + fp > 0, tp / (tp + fp), 1.0)
         recall = np.where(tp + fn > 0, tp / (tp + fn), 1.0)
-        total = precision + recall
-        f1 = np.where(total > 0, 2 * precision * recall / total, 0.0)
+        denominator = 2 * tp + fp + fn
+        f1 = np.where(denominator > 0, 2 * tp / denominator, 1.0)
     return precision, recall, f1
 
 
@@ -215,8 +215,10 @@ def _entities(entities: Sequence[Entity], doc: int, side: str) -> list[Entity]:
             and len(entity) == 2
             and all(isinstance(part, str) for part in entity)
         ):
-            msg = (f"document {doc}: {side} entity {position} must be a (category, text) "
-                   f"pair of strings, got {entity!r}")
+            msg = (
+                f"document {doc}: {side} entity {position} must be a (category, text) "
+                f"pair of strings, got {entity!r}"
+            )
             raise ValueError(msg)
     return [tuple(entity) for entity in checked]
 
@@ -231,11 +233,8 @@ def _capped_rates(gt: list, pred: list) -> np.ndarray:
 
 
 def _assignment_counts(gt: list[Entity], pred: list[Entity], cer_threshold: float):
-    """Rows (category, scope, n_gt, n_pred, ecer_errors, ewer_errors, nerval_tp).
-
-    One row with scope ``"document"`` for the whole document, then one per category
-    (scope ``"category"``) computed on that category's entities alone.
-    """
+    """Counts (n_gt, n_pred, ecer_errors, ewer_errors, nerval_tp) of a document, and
+    ``(category, counts)`` for each category evaluated on its own entities."""
     gt_cat = np.array([c for c, _ in gt], dtype=object)
     pred_cat = np.array([c for c, _ in pred], dtype=object)
     if gt and pred:
@@ -248,23 +247,26 @@ def _assignment_counts(gt: list[Entity], pred: list[Entity], cer_threshold: floa
     else:
         ecer_cost = ewer_cost = miss = np.ones((len(gt), len(pred)))
 
-    def counts(rows: np.ndarray, cols: np.ndarray) -> tuple[int, int, float, float, int]:
+    def counts(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         n, m = rows.size, cols.size
         block = np.ix_(rows, cols)
         unpaired = abs(n - m)
-        return (
-            n,
-            m,
-            _min_assignment(ecer_cost[block]) + unpaired,
-            _min_assignment(ewer_cost[block]) + unpaired,
-            min(n, m) - int(_min_assignment(miss[block])),
+        return np.array(
+            [
+                n,
+                m,
+                _min_assignment(ecer_cost[block]) + unpaired,
+                _min_assignment(ewer_cost[block]) + unpaired,
+                min(n, m) - _min_assignment(miss[block]),
+            ]
         )
 
-    rows = [(None, "document", *counts(np.arange(len(gt)), np.arange(len(pred))))]
-    for category in sorted(set(gt_cat) | set(pred_cat)):
-        rows.append((category, "category", *counts(np.flatnonzero(gt_cat == category),
-                                                   np.flatnonzero(pred_cat == category))))
-    return rows
+    whole = counts(np.arange(len(gt)), np.arange(len(pred)))
+    by_category = [
+        (name, counts(np.flatnonzero(gt_cat == name), np.flatnonzero(pred_cat == name)))
+        for name in set(gt_cat) | set(pred_cat)
+    ]
+    return whole, by_category
 
 
 def _min_assignment(cost: np.ndarray) -> float:
@@ -276,55 +278,84 @@ def _min_assignment(cost: np.ndarray) -> float:
     return float(cost[rows, cols].sum())
 
 
-def _bag_counts(docs: list[tuple[list[Entity], list[Entity]]], bag: str):
-    """Per (doc, category) and per doc TP/FP/FN/errors of a bag of tagged items."""
+def _bag_counts(
+    docs: list[tuple[list[Entity], list[Entity]]], index: dict[str, int], split_words: bool
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """TP, FP, FN and errors of a bag of tagged items, per document and per category.
+
+    Items are coded once for the whole corpus and counted with ``bincount``: per
+    (document, category, item) TP = min(GT count, predicted count); errors = max(FP, FN)
+    per document for the document figures and per (document, category) for the
+    category figures.
+    """
     items = [
-        (doc, category, item, is_gt)
+        (doc, index[category], item, is_gt)
         for doc, (gt, pred) in enumerate(docs)
-        for is_gt, entities in ((1, gt), (0, pred))
+        for is_gt, entities in ((True, gt), (False, pred))
         for category, text in entities
-        for item in (text.split() if bag == "botw" else (text,))
+        for item in (text.split() if split_words else (text,))
     ]
-    frame = pd.DataFrame(items, columns=["doc", "category", "item", "gt"])
-    frame["pred"] = 1 - frame["gt"]
-    counts = frame.groupby(["doc", "category", "item"])[["gt", "pred"]].sum()
-    tp = np.minimum(counts["gt"], counts["pred"])
-    per_item = pd.DataFrame({"tp": tp, "fp": counts["pred"] - tp, "fn": counts["gt"] - tp})
-    per_doc_cat = per_item.groupby(level=["doc", "category"]).sum()
-    per_doc_cat["errors"] = np.maximum(per_doc_cat["fp"], per_doc_cat["fn"])
-    per_doc = per_doc_cat[["tp", "fp", "fn"]].groupby(level="doc").sum()
+    n_docs, n_categories = len(docs), len(index)
+    keys = np.empty(len(items), dtype=object)
+    keys[:] = [item[:3] for item in items]
+    doc = np.fromiter((item[0] for item in items), np.int64, len(items))
+    category = np.fromiter((item[1] for item in items), np.int64, len(items))
+    is_gt = np.fromiter((item[3] for item in items), bool, len(items))
+    key_codes, unique_keys = pd.factorize(keys)
+    gt_count = np.bincount(key_codes, weights=is_gt, minlength=len(unique_keys))
+    pred_count = np.bincount(key_codes, weights=~is_gt, minlength=len(unique_keys))
+    tp = np.minimum(gt_count, pred_count)
+    cell_of_key = np.zeros(len(unique_keys), np.int64)
+    cell_of_key[key_codes] = doc * n_categories + category
+    cells, cell_codes = np.unique(cell_of_key, return_inverse=True)
+    cell_counts = {
+        name: np.bincount(cell_codes, weights=values, minlength=len(cells))
+        for name, values in (("tp", tp), ("fp", pred_count - tp), ("fn", gt_count - tp))
+    }
+    cell_counts["errors"] = np.maximum(cell_counts["fp"], cell_counts["fn"])
+    per_doc = {
+        name: np.bincount(cells // n_categories, weights=values, minlength=n_docs)
+        for name, values in cell_counts.items()
+    }
     per_doc["errors"] = np.maximum(per_doc["fp"], per_doc["fn"])
-    return per_doc_cat, per_doc
+    per_category = {
+        name: np.bincount(cells % max(n_categories, 1), weights=values, minlength=n_categories)
+        for name, values in cell_counts.items()
+    }
+    return per_doc, per_category
 
 
-def _sum_by_category(per_doc_cat: pd.DataFrame) -> pd.DataFrame:
-    return per_doc_cat.groupby(level="category").sum()
-
-
-def _count_dtypes(frame: pd.DataFrame) -> dict[str, str]:
-    return {c: "float64" if c.endswith(("ecer_errors", "ewer_errors")) else "int64"
-            for c in frame.columns}
-
-
-def _derived_columns(frame: pd.DataFrame) -> pd.DataFrame:
-    frame = frame.copy()
-    nerval_fp = frame.n_pred - frame.nerval_tp
-    nerval_fn = frame.n_gt - frame.nerval_tp
-    frame.insert(frame.columns.get_loc("nerval_tp") + 1, "nerval_fp", nerval_fp)
-    frame.insert(frame.columns.get_loc("nerval_fp") + 1, "nerval_fn", nerval_fn)
-    n_gt = frame.n_gt.where(frame.n_gt > 0)
-    frame["oiecer"] = frame.ecer_errors / n_gt
-    frame["oiewer"] = frame.ewer_errors / n_gt
-    for prefix, rate in [("nerval", None), *_BAGS.items()]:
-        tp, fp, fn = (frame[f"{prefix}_{c}"] for c in ("tp", "fp", "fn"))
-        precision, recall, f1 = prf_columns(tp, fp, fn)
-        frame[f"{prefix}_precision"] = precision
-        frame[f"{prefix}_recall"] = recall
-        frame[f"{prefix}_f1"] = f1
-        if rate:
-            reference = (tp + fn).where(tp + fn > 0)
-            frame[f"{prefix}_{rate}"] = frame[f"{prefix}_errors"] / reference
-    return frame
+def _table(counts: dict[str, np.ndarray], index: pd.Index) -> pd.DataFrame:
+    """Counts plus the rates derived from them, in a stable column order."""
+    n_gt, n_pred, tp = counts["n_gt"], counts["n_pred"], counts["nerval_tp"]
+    counts = {**counts, "nerval_fp": n_pred - tp, "nerval_fn": n_gt - tp}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        columns = {
+            "n_gt": n_gt,
+            "n_pred": n_pred,
+            "ecer_errors": counts["ecer_errors"],
+            "oiecer": np.where(n_gt > 0, counts["ecer_errors"] / n_gt, np.nan),
+            "ewer_errors": counts["ewer_errors"],
+            "oiewer": np.where(n_gt > 0, counts["ewer_errors"] / n_gt, np.nan),
+        }
+        for prefix, rate in [("nerval", None), *_BAGS.items()]:
+            tp, fp, fn = (counts[f"{prefix}_{c}"] for c in ("tp", "fp", "fn"))
+            columns.update({f"{prefix}_tp": tp, f"{prefix}_fp": fp, f"{prefix}_fn": fn})
+            if rate:
+                errors = counts[f"{prefix}_errors"]
+                columns[f"{prefix}_errors"] = errors
+                columns[f"{prefix}_{rate}"] = np.where(tp + fn > 0, errors / (tp + fn), np.nan)
+            precision, recall, f1 = prf_columns(tp, fp, fn)
+            columns.update(
+                {f"{prefix}_precision": precision, f"{prefix}_recall": recall, f"{prefix}_f1": f1}
+            )
+    frame = pd.DataFrame(columns, index=index)
+    integer = [
+        c
+        for c in frame.columns
+        if c.endswith(("n_gt", "n_pred", "_tp", "_fp", "_fn")) or c in ("botw_errors", "boe_errors")
+    ]
+    return frame.astype(dict.fromkeys(integer, "int64"))
 
 
 def _bag_score(totals: pd.Series, prefix: str) -> BagScore:
