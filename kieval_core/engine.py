@@ -238,8 +238,11 @@ class _Groups:
         left = pd.DataFrame({"k": self.block_p[pg] * width + kp, "p": pg, "np": cp})
         right = pd.DataFrame({"k": self.block_g[gg] * width + kg, "g": gg, "ng": cg})
         joined = left.merge(right, on="k", how="inner", sort=False)
-        joined["m"] = np.minimum(joined["np"].to_numpy(), joined["ng"].to_numpy())
-        return joined.groupby(["p", "g"], sort=False)["m"].sum().reset_index()
+        pair_key = joined["p"].to_numpy() * len(self.block_g) + joined["g"].to_numpy()
+        codes, uniques = pd.factorize(pair_key)
+        uniques = np.asarray(uniques, np.int64)
+        total = np.bincount(codes, weights=np.minimum(joined["np"].to_numpy(), joined["ng"].to_numpy()))
+        return pd.DataFrame({"key": uniques, "m": total.astype(np.int64)})
 
     def _match_multi(self, blocks, n_p, n_g, first_p, first_g):
         """Hungarian solves, batched by block shape."""
@@ -250,10 +253,13 @@ class _Groups:
         n_et = int(max(g.etype.max(initial=0), p.etype.max(initial=0))) + 1
         shared = self._pair_weights(g.tv, p.tv, n_tv, is_multi_g, is_multi_p)
         overlap = self._pair_weights(g.etype, p.etype, n_et, is_multi_g, is_multi_p)
-        weights = overlap.merge(shared, on=["p", "g"], how="left", suffixes=("_o", "_s"))
-        s_val = weights["m_s"].fillna(0).to_numpy(np.int64)
-        w_val = weights["m_o"].to_numpy(np.int64) - s_val  # W = sum_e min(Np_e, Ng_e) - S
-        wp, wg = weights["p"].to_numpy(), weights["g"].to_numpy()
+        # every pair with S > 0 shares an entity type, so the overlap rows cover them all
+        s_val = take(shared["m"].to_numpy(), pd.Index(shared["key"]).get_indexer(overlap["key"]), 0)
+        w_val = overlap["m"].to_numpy() - s_val  # W = sum_e min(Np_e, Ng_e) - S
+        wp, wg = np.divmod(overlap["key"].to_numpy(), len(self.block_g))
+        size_p = np.bincount(p.gid[p.gid >= 0], minlength=len(self.block_p))
+        size_g = np.bincount(g.gid[g.gid >= 0], minlength=len(self.block_g))
+        x_val = ((s_val == size_p[wp]) & (s_val == size_g[wg])).astype(np.int64)
         block_index = pd.Index(blocks)
         wb = block_index.get_indexer(self.block_p[wp])
         out_p, out_g = [], []
@@ -266,11 +272,11 @@ class _Groups:
             k = local[wb[sel]]
             r = wp[sel] - first_p[wb[sel]]
             c = wg[sel] - first_g[wb[sel]]
-            s_stack = np.zeros((len(members), n, m), np.int64)
-            w_stack = np.zeros((len(members), n, m), np.int64)
-            s_stack[k, r, c] = s_val[sel]
-            w_stack[k, r, c] = w_val[sel]
-            rows, cols = match_stack(s_stack, w_stack)
+            stacks = np.zeros((3, len(members), n, m), np.int64)
+            stacks[0, k, r, c] = s_val[sel]
+            stacks[1, k, r, c] = w_val[sel]
+            stacks[2, k, r, c] = x_val[sel]
+            rows, cols = match_stack(*stacks)
             out_p.append((rows + first_p[members][:, None]).ravel())
             out_g.append((cols + first_g[members][:, None]).ravel())
         return np.concatenate(out_p), np.concatenate(out_g)

@@ -6,12 +6,17 @@ order of priority:
 1. ``S`` — the number of identical (type, value) entities shared by paired groups;
 2. ``W`` — the substitutions the pairing allows (fewest corrections: Error = FP + FN - Subs
    and FP + FN are fixed once S is, so more substitutions means fewer corrections);
-3. ``T`` — low indices with low indices: the sum over pairs of (N - n) * (M - m), which
+3. ``X`` — the number of exact pairs (group TPs). SPEC 3.2 sends ties after S and W to the
+   lowest indices; that alone would make group F1 depend on the order of the groups in
+   the file (two GT lines {1, 1, 1} and {1} against predicted {1} and {2} tie on S and
+   W, and only one pairing is a group TP). Preferring exact pairs first keeps every
+   corpus figure independent of input order;
+4. ``T`` — low indices with low indices: the sum over pairs of (N - n) * (M - m), which
    prefers matching the first groups of the larger side and, among equal choices, pairs
    groups in reading order.
 
-The three criteria are folded into one integer weight ``S*A + W*B + T`` with ``B`` larger
-than any total ``T`` and ``A`` larger than any total ``W*B + T``, so one Hungarian solve
+The criteria are folded into one integer weight ``S*A + W*B + X*C + T``, each factor
+larger than the largest possible total of everything after it, so one Hungarian solve
 (:func:`scipy.optimize.linear_sum_assignment`) gives the lexicographic optimum exactly.
 When a block is so large that the folded weight would leave float64's exact integer range
 (thousands of groups), ``T`` is dropped and scipy's own order settles remaining ties.
@@ -34,7 +39,8 @@ def tie_break_weights(n_pred: int, n_gt: int) -> np.ndarray:
     return np.outer(np.arange(n_pred, 0, -1), np.arange(n_gt, 0, -1))
 
 
-def match_stack(shared: np.ndarray, substitutable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def match_stack(shared: np.ndarray, substitutable: np.ndarray,
+                exact: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Optimal pairings of K blocks of the same shape (N, M).
 
     Parameters
@@ -44,6 +50,8 @@ def match_stack(shared: np.ndarray, substitutable: np.ndarray) -> tuple[np.ndarr
     substitutable : ndarray of int, shape (K, N, M)
         W(n, m): substitutions the pair would need (sum over entity types of
         min(FP^e, FN^e)).
+    exact : ndarray of {0, 1}, shape (K, N, M)
+        X(n, m): 1 when the two groups are identical (a group TP if paired).
 
     Returns
     -------
@@ -53,13 +61,15 @@ def match_stack(shared: np.ndarray, substitutable: np.ndarray) -> tuple[np.ndarr
     n_blocks, n_pred, n_gt = shared.shape
     k = min(n_pred, n_gt)
     tie = tie_break_weights(n_pred, n_gt).astype(np.float64)
-    b = float(k * tie.max() + 1) if k else 1.0
+    c = float(k * tie.max() + 1) if k else 1.0
+    b = (k + 1.0) * c
     a = (float(substitutable.max(initial=0)) * k + 1.0) * b
     if (float(shared.max(initial=0)) * k + 1.0) * a >= _EXACT:
         tie[:] = 0.0
-        b = 1.0
-        a = float(substitutable.max(initial=0)) * k + 1.0
-    weights = shared * a + substitutable * b + tie
+        c = 1.0
+        b = k + 1.0
+        a = (float(substitutable.max(initial=0)) * k + 1.0) * b
+    weights = shared * a + substitutable * b + exact * c + tie
     rows = np.empty((n_blocks, k), np.int64)
     cols = np.empty((n_blocks, k), np.int64)
     for i in range(n_blocks):
@@ -67,22 +77,25 @@ def match_stack(shared: np.ndarray, substitutable: np.ndarray) -> tuple[np.ndarr
     return rows, cols
 
 
-def match_block(shared: np.ndarray, substitutable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def match_block(shared: np.ndarray, substitutable: np.ndarray,
+                exact: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Optimal pairing of one block: rows are predicted groups, columns GT groups.
 
     Examples
     --------
-    Two identical lines tie on S and W; the tie goes to reading order:
+    Two identical lines tie on S, W and X; the tie goes to reading order:
 
     >>> rows, cols = match_block(np.array([[2, 2], [2, 2]]), np.zeros((2, 2), int))
     >>> cols.tolist()
     [0, 1]
     """
-    rows, cols = match_stack(shared[None], substitutable[None])
+    exact = np.zeros_like(shared) if exact is None else exact
+    rows, cols = match_stack(shared[None], substitutable[None], exact[None])
     return rows[0], cols[0]
 
 
-def brute_force_match(shared: np.ndarray, substitutable: np.ndarray) -> list[tuple[int, int]]:
+def brute_force_match(shared: np.ndarray, substitutable: np.ndarray,
+                      exact: np.ndarray) -> list[tuple[int, int]]:
     """Oracle for tests: enumerate every pairing of size min(N, M), compare lexicographically."""
     from itertools import permutations
 
@@ -94,7 +107,7 @@ def brute_force_match(shared: np.ndarray, substitutable: np.ndarray) -> list[tup
     else:
         candidates = ([(n, m) for m, n in enumerate(p)] for p in permutations(range(n_pred), n_gt))
     for pairs in candidates:
-        key = tuple(sum(int(x[n, m]) for n, m in pairs) for x in (shared, substitutable, tie))
+        key = tuple(sum(int(x[n, m]) for n, m in pairs) for x in (shared, substitutable, exact, tie))
         if best_key is None or key > best_key:
             best_key, best = key, sorted(pairs)
     return best

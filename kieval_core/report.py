@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import uuid
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,7 +42,30 @@ def _records(frame: pd.DataFrame) -> list[dict]:
     return [_plain(r) for r in frame.to_dict(orient="records")]
 
 
-def model_report(model: ModelResult) -> dict:
+def _json_column(column: pd.Series) -> list[str]:
+    """JSON text of every value of a column, as ``json.dumps`` would write it."""
+    values = column.tolist()
+    if pd.api.types.is_bool_dtype(column.dtype):
+        return ["true" if v else "false" for v in values]
+    if pd.api.types.is_integer_dtype(column.dtype) and not column.hasnans:
+        return [str(v) for v in values]
+    if pd.api.types.is_float_dtype(column.dtype):
+        return [repr(v) if v == v and abs(v) != math.inf else "null" for v in values]
+    return [json.dumps(_plain(v), ensure_ascii=False) for v in values]
+
+
+def records_json(frame: pd.DataFrame) -> str:
+    """A frame as a JSON array of records, one per line; equal to ``json.dumps(_records(f))``
+    up to white space, and much faster for the per-document table of a big corpus."""
+    if frame.empty:
+        return "[]"
+    keys = [json.dumps(str(c), ensure_ascii=False).replace("%", "%%") for c in frame.columns]
+    template = "{" + ", ".join(f"{k}: %s" for k in keys) + "}"
+    columns = [_json_column(frame[c]) for c in frame.columns]
+    return "[\n" + ",\n".join(template % row for row in zip(*columns)) + "\n]"
+
+
+def model_report(model: ModelResult, records=_records) -> dict:
     group = model.group
     recommendation = model.recommend()
     curves = model.curves_by_entity_type
@@ -58,16 +83,16 @@ def model_report(model: ModelResult) -> dict:
         "entity_f1": model.entity_f1.as_dict(),
         "automation": {
             "has_confidence": model.has_confidence,
-            "curve": _records(model.curve[["threshold", "auto_rate", "kieval_aligned"]]),
+            "curve": records(model.curve[["threshold", "auto_rate", "kieval_aligned"]]),
             "recommended": recommendation.as_dict(),
             "by_entity_type": {
-                etype: _records(part[["threshold", "auto_rate", "kieval_aligned"]])
-                for etype, part in curves.groupby("entity_type", sort=True)
+                etype: records(part[["threshold", "auto_rate", "kieval_aligned"]])
+                for etype, part in curves.groupby("entity_type", sort=True, observed=True)
             },
         },
-        "by_entity_type": _records(model.by_entity_type),
-        "by_group_type": _records(model.by_group_type),
-        "documents": _records(model.documents),
+        "by_entity_type": records(model.by_entity_type),
+        "by_group_type": records(model.by_group_type),
+        "documents": records(model.documents),
         "missing_documents": list(model.missing_documents),
         "unknown_documents": list(model.unknown_documents),
         "warnings": list(model.warnings),
@@ -77,7 +102,7 @@ def model_report(model: ModelResult) -> dict:
     return _plain(report)
 
 
-def build_report(result: EvaluationResult) -> dict:
+def build_report(result: EvaluationResult, records=_records) -> dict:
     return {
         "tool": {"name": "kieval-workbench", "version": __version__},
         "ground_truth": {
@@ -88,14 +113,29 @@ def build_report(result: EvaluationResult) -> dict:
         "normalizer": result.normalizer.description,
         "metrics": list(result.metrics),
         "target_accuracy": result.target_accuracy,
-        "models": {name: model_report(m) for name, m in result.models.items()},
+        "models": {name: model_report(m, records) for name, m in result.models.items()},
         "warnings": result.warnings,
     }
 
 
 def report_json(result: EvaluationResult) -> str:
-    """The report as JSON text; byte-identical for identical inputs."""
-    return json.dumps(build_report(result), ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+    """The report as JSON text; byte-identical for identical inputs.
+
+    Tables are rendered column-wise by :func:`records_json` and spliced in, so a report
+    over 100,000 documents takes a fraction of a second instead of the standard
+    encoder's tens of seconds.
+    """
+    token = f"__kieval_table_{uuid.uuid4().hex}_"
+    tables: list[str] = []
+
+    def placeholder(frame: pd.DataFrame) -> str:
+        tables.append(records_json(frame))
+        return f"{token}{len(tables) - 1}__"
+
+    text = json.dumps(build_report(result, placeholder), ensure_ascii=False, indent=2,
+                      allow_nan=False)
+    pattern = re.compile(f'"{token}(\\d+)__"')
+    return pattern.sub(lambda m: tables[int(m.group(1))], text) + "\n"
 
 
 def summary_frame(result: EvaluationResult) -> pd.DataFrame:

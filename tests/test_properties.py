@@ -139,15 +139,18 @@ def test_fast_curve_equals_simulation(data):
 @settings(max_examples=300, deadline=None)
 @given(st.integers(1, 4), st.integers(1, 4), st.data())
 def test_hungarian_equals_brute_force(n, m, data):
-    shared = np.array(data.draw(st.lists(st.integers(0, 2), min_size=n * m, max_size=n * m))).reshape(n, m)
-    subst = np.array(data.draw(st.lists(st.integers(0, 2), min_size=n * m, max_size=n * m))).reshape(n, m)
-    rows, cols = match_block(shared, subst)
+    def matrix(top):
+        cells = data.draw(st.lists(st.integers(0, top), min_size=n * m, max_size=n * m))
+        return np.array(cells).reshape(n, m)
+
+    shared, subst, exact = matrix(2), matrix(2), matrix(1)
+    rows, cols = match_block(shared, subst, exact)
     fast = sorted(zip(rows.tolist(), cols.tolist()))
-    best = brute_force_match(shared, subst)
+    best = brute_force_match(shared, subst, exact)
     tie = tie_break_weights(n, m)
 
     def key(pairs):
-        return tuple(sum(int(x[a, b]) for a, b in pairs) for x in (shared, subst, tie))
+        return tuple(sum(int(x[a, b]) for a, b in pairs) for x in (shared, subst, exact, tie))
 
     assert len(fast) == min(n, m)
     assert key(fast) == key(best)
@@ -156,3 +159,12 @@ def test_hungarian_equals_brute_force(n, m, data):
 def test_curve_without_predictions():
     curve = automation_curve(pd.DataFrame({"confidence": [], "fp": [], "gain": []}), tp=0, addition=3)
     assert curve["auto_rate"].tolist() == [1.0] and curve["kieval_aligned"].tolist() == [0.0]
+
+
+def test_group_counts_do_not_depend_on_group_order():
+    """Found by hypothesis: a tie on S and W where only one pairing is a group TP."""
+    gt = {"d": [("menu", "0", "menu.nm", "1")] * 3 + [("menu", "1", "menu.nm", "1")]}
+    pred = {"d": [("menu", "a", "menu.nm", "1"), ("menu", "b", "menu.nm", "2")]}
+    swapped = {"d": pred["d"][::-1]}
+    assert _figures(_model(gt, pred)) == _figures(_model(gt, swapped))
+    assert _model(gt, pred).group.tp == 1

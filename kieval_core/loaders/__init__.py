@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from ..errors import KievalInputError
 from ..model import ENTITY_COLUMNS, Dataset
@@ -314,17 +315,21 @@ def _load_files(files: Mapping[str, bytes], source: str, name: str, options: Loa
 def _load_table(data: bytes, source: str, suffix: str, name: str) -> Dataset:
     if suffix == ".parquet":
         try:
-            frame = pd.read_parquet(io.BytesIO(data))
+            table = pq.read_table(io.BytesIO(data))
         except Exception as exc:  # pyarrow raises many types for corrupt files
             raise KievalInputError(source, None, f"not a readable Parquet file ({exc})") from None
         first_line = 1
     elif suffix in _TABLE_SUFFIXES:
         decode_text(data, source)
-        frame = read_delimited(data, source, _TABLE_SUFFIXES[suffix])
+        table = read_delimited(data, source, _TABLE_SUFFIXES[suffix])
         first_line = 2
     else:
         records = [record for _, record in _jsonl_records(decode_text(data, source), source)]
         frame = pd.DataFrame.from_records(records)
+        for column in frame.columns:  # numbers keep their JSON text; all validated as text
+            frame[column] = pd.Series([None if v is None else str(v) for v in frame[column]], dtype=object)
+        table = frame
         first_line = 1
-    entities, doc_ids = table_to_entities(frame, source, first_line=first_line)
+    entities, doc_ids = table_to_entities(table, source, first_line=first_line)
     return Dataset(name=name, source=source, entities=entities, doc_ids=doc_ids)
+

@@ -47,6 +47,17 @@ def parse_iob2_documents(text: str, source_name: str = "<string>") -> list[list[
 def parse_iob2_document(text: str, source_name: str = "<string>") -> list[Entity]:
     """Parse IOB2 text holding exactly one document (one file per document).
 
+    Parameters
+    ----------
+    text : str
+        The file's content.
+    source_name : str
+        Name used in error messages.
+
+    Returns
+    -------
+    list of (category, text)
+
     Raises
     ------
     ValueError
@@ -68,7 +79,21 @@ def parse_iob2_document(text: str, source_name: str = "<string>") -> list[Entity
 
 
 def read_iob2(path: str | Path) -> list[list[Entity]]:
-    """Read a ``.bio`` file holding one or more documents (see :func:`parse_iob2_documents`)."""
+    """Read a ``.bio`` file holding one or more documents (see :func:`parse_iob2_documents`).
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The file, read as UTF-8; its path names it in error messages.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "receipt.bio"
+    >>> _ = path.write_text("ACME B-company\\nLtd I-company\\n", encoding="utf-8")
+    >>> read_iob2(path)
+    [[('company', 'ACME Ltd')]]
+    """
     path = Path(path)
     return parse_iob2_documents(path.read_text(encoding="utf-8"), str(path))
 

@@ -96,6 +96,19 @@ def split_parallel_lists(
     ``None``); items are stripped and empty items become ``None``. A missing field (or
     ``None``) is an empty list.
 
+    Parameters
+    ----------
+    record : mapping
+        One document's raw fields.
+    fields : sequence of str
+        The fields to read.
+    sep : str, default "|"
+        Item separator inside string fields.
+
+    Returns
+    -------
+    dict of str to list of (str or None)
+
     Raises
     ------
     ValueError
@@ -130,6 +143,25 @@ def parse_parallel_lists(
 
     Absent cells are left out of a row and rows without any value are dropped, so the
     result maps directly onto groups (SPEC 6.4).
+
+    Parameters
+    ----------
+    record : mapping
+        One document's raw fields.
+    related_fields : sequence of str
+        The parallel fields whose i-th values form row i.
+    sep : str, default "|"
+        Item separator inside string fields.
+
+    Returns
+    -------
+    list of dict
+        One ``{field: value}`` per non-empty row, in order.
+
+    Raises
+    ------
+    ValueError
+        As :func:`split_parallel_lists`.
 
     Examples
     --------

@@ -8,12 +8,12 @@ instead of the pure-Python ``zss`` package Donut calls.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
+import pandas as pd
 from rapidfuzz.distance import Levenshtein
 from rapidfuzz.process import cdist
 
@@ -25,7 +25,7 @@ __all__ = [
     "LabelTree",
     "NTEDCorpus",
     "donut_field_f1",
-    "donut_flatten",
+    "donut_fields",
     "donut_normalize",
     "donut_tree",
     "nted",
@@ -36,6 +36,8 @@ __all__ = [
 ROOT = "<root>"
 SUBTREE = "<subtree>"
 LEAF = "<leaf>"
+
+_SCALARS = {str, int, float}
 
 
 @dataclass(frozen=True, eq=False)
@@ -139,11 +141,7 @@ def donut_normalize(data: Any) -> Any:
     if isinstance(data, list):
         if all(isinstance(item, dict) for item in data):
             return [item for item in map(donut_normalize, data) if item]
-        return [
-            str(item).strip()
-            for item in data
-            if type(item) in {str, int, float} and str(item).strip()
-        ]
+        return [str(item).strip() for item in data if type(item) in _SCALARS and str(item).strip()]
     return [str(data).strip()]
 
 
@@ -166,27 +164,33 @@ def donut_tree(normalized: dict | list) -> LabelTree:
     return LabelTree.from_nested(nested(normalized, ROOT))
 
 
-def donut_flatten(normalized: dict | list) -> list[tuple[str, str]]:
-    """Donut's ``flatten``: ``(dotted key path, value)`` for every leaf, in order.
+def donut_fields(data: Any) -> list[tuple[str, str]]:
+    """Donut's ``flatten(normalize_dict(data))`` in one pass: ``(dotted key path, value)``.
 
     Examples
     --------
-    >>> donut_flatten({"menu": [{"nm": ["tea"]}, {"nm": ["cake"]}], "total": ["9"]})
+    >>> donut_fields({"total": "9", "menu": [{"nm": "tea"}, {"nm": "cake", "cnt": 0}]})
     [('menu.nm', 'tea'), ('menu.nm', 'cake'), ('total', '9')]
     """
     fields: list[tuple[str, str]] = []
 
     def visit(value: Any, path: str) -> None:
+        if not value:
+            return
         if isinstance(value, dict):
-            for key, child in value.items():
-                visit(child, f"{path}.{key}" if path else key)
+            for key in sorted(value, key=lambda k: (len(k), k)):
+                visit(value[key], f"{path}.{key}" if path else key)
         elif isinstance(value, list):
-            for item in value:
-                visit(item, path)
+            if all(isinstance(item, dict) for item in value):
+                for item in value:
+                    visit(item, path)
+            else:
+                texts = (str(item).strip() for item in value if type(item) in _SCALARS)
+                fields.extend((path, text) for text in texts if text)
         else:
-            fields.append((path, value))
+            fields.append((path, str(value).strip()))
 
-    visit(normalized, "")
+    visit(data, "")
     return fields
 
 
@@ -197,6 +201,16 @@ def tree_edit_distance(source: LabelTree, target: LabelTree) -> float:
     Relabelling a leaf into a leaf costs the Levenshtein distance of the values, a leaf
     into a non-leaf (or back) 1 + the leaf value's length, a non-leaf into a non-leaf
     0 if the labels are equal, else 1.
+
+    Parameters
+    ----------
+    source, target : LabelTree
+        The tree to edit and the tree to reach.
+
+    Returns
+    -------
+    float
+        The minimum total cost (an integer value).
 
     Examples
     --------
@@ -243,6 +257,15 @@ def nted(gt: dict, pred: dict) -> float:
 def nted_corpus(pairs: Iterable[tuple[dict, dict]]) -> NTEDCorpus:
     """nTED accuracy of every ``(gt, pred)`` document and their unweighted mean.
 
+    Parameters
+    ----------
+    pairs : iterable of (gt, pred) dicts
+
+    Returns
+    -------
+    NTEDCorpus
+        ``(per_document, mean)``.
+
     Raises
     ------
     ValueError
@@ -263,8 +286,17 @@ def nted_corpus(pairs: Iterable[tuple[dict, dict]]) -> NTEDCorpus:
 def donut_field_f1(gts: Sequence[dict], preds: Sequence[dict]) -> DonutFieldF1:
     """Donut's field-level F1 (``cal_f1``): micro counts of ``(key path, value)`` fields.
 
-    Per document, the multiset intersection of the flattened normalised fields gives
-    TP; the leftovers are FP and FN.
+    Per document, the multiset intersection of the fields (:func:`donut_fields`) gives
+    TP; the leftovers are FP and FN. Fields are counted for the whole corpus at once.
+
+    Parameters
+    ----------
+    gts, preds : sequence of dict
+        Ground-truth and predicted parses, paired by position.
+
+    Returns
+    -------
+    DonutFieldF1
 
     Raises
     ------
@@ -280,15 +312,15 @@ def donut_field_f1(gts: Sequence[dict], preds: Sequence[dict]) -> DonutFieldF1:
     if len(gts) != len(preds):
         msg = f"donut_field_f1 needs one prediction per GT: {len(gts)} gts, {len(preds)} preds"
         raise ValueError(msg)
-    tp = fp = fn = 0
-    for gt, pred in zip(gts, preds, strict=True):
-        gt_fields = Counter(donut_flatten(donut_normalize(gt)))
-        pred_fields = Counter(donut_flatten(donut_normalize(pred)))
-        matched = (gt_fields & pred_fields).total()
-        tp += matched
-        fp += pred_fields.total() - matched
-        fn += gt_fields.total() - matched
-    return DonutFieldF1(tp, fp, fn)
+    gt_fields = [(doc, *field) for doc, gt in enumerate(gts) for field in donut_fields(gt)]
+    pred_fields = [(doc, *field) for doc, pred in enumerate(preds) for field in donut_fields(pred)]
+    keys = np.empty(len(gt_fields) + len(pred_fields), dtype=object)
+    keys[:] = gt_fields + pred_fields
+    codes, uniques = pd.factorize(keys)
+    gt_count = np.bincount(codes[: len(gt_fields)], minlength=len(uniques))
+    pred_count = np.bincount(codes[len(gt_fields) :], minlength=len(uniques))
+    tp = int(np.minimum(gt_count, pred_count).sum())
+    return DonutFieldF1(tp, len(pred_fields) - tp, len(gt_fields) - tp)
 
 
 def _node_costs(labels: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:

@@ -62,14 +62,17 @@ class Detection:
 
     @property
     def precision(self) -> float:
+        """TP / (TP + FP), 1.0 when nothing was predicted."""
         return self.tp / (self.tp + self.fp) if self.tp + self.fp else 1.0
 
     @property
     def recall(self) -> float:
+        """TP / (TP + FN), 1.0 when there was nothing to find."""
         return self.tp / (self.tp + self.fn) if self.tp + self.fn else 1.0
 
     @property
     def f1(self) -> float:
+        """2 TP / (2 TP + FP + FN), 1.0 when all counts are 0."""
         denominator = 2 * self.tp + self.fp + self.fn
         return 2 * self.tp / denominator if denominator else 1.0
 
@@ -83,6 +86,7 @@ class ErrorRate:
 
     @property
     def rate(self) -> float:
+        """Errors / reference; not capped at 1."""
         return self.errors / self.reference if self.reference else float("nan")
 
 

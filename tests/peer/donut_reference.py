@@ -20,9 +20,7 @@ def edit_distance(a: str, b: str) -> int:
     for i, ca in enumerate(a, start=1):
         current = [i]
         for j, cb in enumerate(b, start=1):
-            current.append(
-                min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb))
-            )
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
         previous = current
     return previous[-1]
 
@@ -99,7 +97,7 @@ def normalize_dict(data):
 
 def cal_f1(preds: list[dict], answers: list[dict]) -> float:
     total_tp, total_fn_or_fp = 0, 0
-    for pred, answer in zip(preds, answers):
+    for pred, answer in zip(preds, answers, strict=False):  # Donut truncates
         pred, answer = flatten(normalize_dict(pred)), flatten(normalize_dict(answer))
         for field in pred:
             if field in answer:

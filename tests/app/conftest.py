@@ -1,0 +1,48 @@
+"""Fixtures of the dashboard tests: the sample evaluation, paths, shared-data skips."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # the app package is run from the repo root, not installed
+    sys.path.insert(0, str(ROOT))
+
+from kieval_core import evaluate, load  # noqa: E402
+
+SAMPLE = ROOT / "sample_data"
+SHARED = ROOT.parent / "shared" / "data"
+SAMPLE_MODELS = {"simulated-strong": "sim_strong.jsonl", "simulated-llm": "sim_llm.jsonl",
+                 "simulated-weak": "sim_weak.jsonl"}
+
+
+@pytest.fixture(scope="session")
+def root() -> Path:
+    return ROOT
+
+
+@pytest.fixture(scope="session")
+def sample_result():
+    """The built-in sample evaluated with the core, as the app does by default."""
+    gt = load(SAMPLE / "cord_v2_gt.jsonl")
+    return evaluate(gt, {name: load(SAMPLE / file) for name, file in SAMPLE_MODELS.items()})
+
+
+@pytest.fixture(scope="session")
+def weak(sample_result):
+    return sample_result.models["simulated-weak"]
+
+
+@pytest.fixture(scope="session")
+def strong(sample_result):
+    return sample_result.models["simulated-strong"]
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not SHARED.is_dir():
+        pytest.skip("../shared/data is absent")
+    return SHARED

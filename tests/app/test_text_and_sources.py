@@ -1,0 +1,128 @@
+"""Text safety, sources and options of the app package (no Streamlit)."""
+
+from __future__ import annotations
+
+import doctest
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import kieval_app.automation
+import kieval_app.compare
+import kieval_app.documents
+import kieval_app.sources
+import kieval_app.text
+from kieval_app.results import combine, retarget, warm
+from kieval_app.sources import (
+    AppOptions,
+    Source,
+    Sources,
+    model_names,
+    parse_aliases,
+    parse_keys,
+    sample_sources,
+)
+from kieval_app.text import md, metric_value, pct, plain
+
+
+@pytest.mark.parametrize("module", [kieval_app.text, kieval_app.sources, kieval_app.automation,
+                                    kieval_app.documents, kieval_app.compare])
+def test_docstring_examples_run(module):
+    failures, _ = doctest.testmod(module)
+    assert failures == 0
+
+
+def _unescape_markdown(text: str) -> str:
+    return re.sub(r"\\(.)", r"\1", text)
+
+
+@given(st.text())
+def test_markdown_escape_keeps_the_text_and_leaves_no_markup(text):
+    escaped = md(text)
+    assert "\n" not in escaped and "\r" not in escaped
+    assert _unescape_markdown(escaped) == text.replace("\r", " ").replace("\n", " ")
+    # every ASCII punctuation character is escaped, so no markdown construct can start
+    assert not re.search(r"(?<!\\)[\[\]()*_`<>#!|~$:]", escaped.replace("\\\\", ""))
+
+
+def test_markdown_escape_defuses_links_images_html_and_directives():
+    for attack in ("[x](http://evil)", "![i](http://evil/p.png)", "<img src=x onerror=1>",
+                   ":red[alert]", "$x^2$", "www.evil.com", "# heading"):
+        escaped = md(attack)
+        assert "](" not in escaped and "<img" not in escaped and ":red[" not in escaped
+        assert not escaped.startswith("#")
+
+
+def test_plotly_text_is_html_escaped():
+    assert plain("<a href='javascript:x'>y</a>") == "&lt;a href='javascript:x'&gt;y&lt;/a&gt;"
+    assert plain("a & b") == "a &amp; b"
+    assert plain("x" * 50, limit=10) == "x" * 9 + "…"
+
+
+def test_number_formats():
+    assert pct(0.5) == "50.00%" and pct(float("nan")) == "n/a"
+    assert metric_value(3) == "3" and metric_value(0.25) == "25.00%" and metric_value(None) == "n/a"
+
+
+def test_aliases_and_keys_parse():
+    assert parse_aliases("a=b\n c -> d ,") == (("a", "b"), ("c", "d"))
+    assert parse_aliases("") == ()
+    with pytest.raises(ValueError, match="old=new"):
+        parse_aliases("a=")
+    assert parse_keys(" split,page  x ") == ("split", "page", "x")
+
+
+def test_sources_are_keyed_by_content_and_named_uniquely():
+    a, b = Source.of("x/p.jsonl", b"1"), Source.of("y/p.jsonl", b"1")
+    assert a.digest == b.digest and a.stem == "p"
+    assert model_names([a, b]) == ["p", "p (2)"]
+
+
+def test_sample_is_replaced_by_uploads():
+    sample = sample_sources()
+    assert sample.sample and sample.gt.name == "cord_v2_gt.jsonl"
+    assert sample.model_names() == ["simulated-strong", "simulated-llm", "simulated-weak"]
+    gt = Source.of("mine.jsonl", b"{}")
+    # a new ground truth drops the sample's simulated predictions
+    assert sample.with_gt(gt) == Sources(gt, (), sample=False)
+    # new predictions replace the sample's, keep the sample ground truth
+    mine = Source.of("model.jsonl", b"[]")
+    replaced = sample.with_predictions((mine,))
+    assert replaced.gt == sample.gt and replaced.predictions == (mine,) and not replaced.sample
+    # a file of the same name replaces the older one; others stay
+    newer = Source.of("model.jsonl", b"[1]")
+    other = Source.of("other.jsonl", b"[2]")
+    both = replaced.with_predictions((other,)).with_predictions((newer,))
+    assert [p.data for p in both.predictions] == [b"[2]", b"[1]"]
+    assert both.without_prediction("other.jsonl").predictions == (newer,)
+
+
+def test_options_build_core_objects():
+    options = AppOptions(gt_format="jsonl", key="fields", aliases=(("a", "b"),),
+                         ignore_keys=("split",), casefold=True)
+    gt = options.load_options("gt")
+    assert (gt.format, gt.key, gt.aliases, gt.ignore_keys) == ("jsonl", "fields", (("a", "b"),), ("split",))
+    assert options.load_options("pred").format == "auto"
+    assert options.normalizer.casefold and not options.normalizer.number_punctuation
+
+
+def test_retarget_keeps_tables_and_moves_the_recommendation(strong):
+    warm(strong)
+    moved = retarget(strong, 0.90)
+    assert moved.curve is strong.curve and moved.documents is strong.documents
+    assert moved.recommend().target == 0.90
+    assert moved.recommend().auto_rate >= strong.recommend(0.95).auto_rate
+    assert retarget(strong, strong.target_accuracy) is strong
+
+
+def test_combine_joins_single_model_results(sample_result):
+    from kieval_core import EvaluationResult
+
+    parts = [EvaluationResult(sample_result.gt, {n: m}, sample_result.normalizer,
+                              sample_result.metrics, 0.95) for n, m in sample_result.models.items()]
+    joined = combine(sample_result.gt, parts, AppOptions(target_accuracy=0.9), sample_result.metrics)
+    assert list(joined.models) == list(sample_result.models)
+    assert joined.target_accuracy == 0.9
+    assert joined.summary().shape == sample_result.summary().shape
