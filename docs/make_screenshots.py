@@ -1,0 +1,121 @@
+"""Take the README screenshots of every dashboard page (sample data) with headless Chromium.
+
+    python docs/make_screenshots.py [--out docs/screenshots] [--chromium /usr/bin/chromium]
+
+Starts ``streamlit run app.py`` on a free port, opens each page, waits until the app is
+idle, and saves one PNG per page (JPEG-like size: the page is captured at its full
+height, then scaled down when it is taller than --max-height).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update"]
+PAGES = [("overview", ""), ("documents", "documents?doc=validation_0075&model=simulated-weak"),
+         ("errors", "errors"), ("automation", "automation"), ("compare", "compare"),
+         ("guide", "guide")]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def streamlit_server(root: Path = ROOT, port: int | None = None):
+    """Run the app headless; yield its base URL; stop it (by its own pid) afterwards."""
+    port = port or free_port()
+    env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1"],
+        cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if process.poll() is not None:
+                output = process.stdout.read().decode(errors="replace") if process.stdout else ""
+                msg = f"streamlit exited early:\n{output}"
+                raise RuntimeError(msg)
+            try:
+                with urllib.request.urlopen(url + "_stcore/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.3)
+        else:
+            msg = "streamlit did not become healthy within 60 s"
+            raise RuntimeError(msg)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def wait_idle(page, timeout_ms: int = 60_000) -> None:
+    """Wait until the script run finished (no 'Running' status, no skeletons)."""
+    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_ms)
+    page.wait_for_function(
+        """() => {
+            const app = document.querySelector('[data-testid="stApp"]');
+            return app && app.getAttribute('data-test-script-state') === 'notRunning'
+                && !document.querySelector('[data-testid="stSkeleton"]');
+        }""", timeout=timeout_ms)
+    page.wait_for_timeout(1200)  # plotly and data grids draw after the run
+
+
+def capture(page, path: Path, width: int = 1400, max_height: int = 4200) -> None:
+    """Screenshot the whole scrollable app at ``width``."""
+    height = page.evaluate(
+        """() => {
+            const main = document.querySelector('[data-testid="stMain"]')
+                || document.querySelector('section.main');
+            return main ? main.scrollHeight : document.body.scrollHeight;
+        }""")
+    page.set_viewport_size({"width": width, "height": min(max(int(height) + 40, 900), max_height)})
+    page.wait_for_timeout(800)
+    page.screenshot(path=str(path), full_page=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(ROOT / "docs" / "screenshots"))
+    parser.add_argument("--chromium", default="/usr/bin/chromium")
+    parser.add_argument("--pages", nargs="*", default=[p for p, _ in PAGES])
+    args = parser.parse_args(argv)
+    from playwright.sync_api import sync_playwright
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with streamlit_server() as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=args.chromium, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        for name, path in PAGES:
+            if name not in args.pages:
+                continue
+            page.set_viewport_size({"width": 1400, "height": 900})
+            page.goto(url + path)
+            wait_idle(page)
+            capture(page, out / f"{name}.png")
+            print(f"wrote {out / f'{name}.png'}")
+        browser.close()
+
+
+if __name__ == "__main__":
+    main()
