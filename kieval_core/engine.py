@@ -222,64 +222,79 @@ class _Groups:
                             frame["gtype"].to_numpy(), frame["doc"].to_numpy()))
         return frame.iloc[order].reset_index(drop=True)
 
-    def _per_group(self, s: _Side, key: np.ndarray, in_multi: np.ndarray):
-        """Counts per (group, key) for grouped entities of multi blocks."""
-        mask = (s.gid >= 0) & in_multi
-        packed = s.gid[mask] * (int(key.max(initial=0)) + 1) + key[mask]
-        uniques, counts = np.unique(packed, return_counts=True)
+    def _per_group(self, s: _Side, key: np.ndarray, mask: np.ndarray):
+        """(group, key, count) for the entities selected by ``mask``."""
         width = int(key.max(initial=0)) + 1
+        uniques, counts = np.unique(s.gid[mask] * width + key[mask], return_counts=True)
         return uniques // width, uniques % width, counts
 
-    def _pair_weights(self, key_g: np.ndarray, key_p: np.ndarray, width: int,
-                      in_multi_g: np.ndarray, in_multi_p: np.ndarray) -> pd.DataFrame:
-        """For pairs of groups in one block sharing a key: sum over keys of min(counts)."""
-        gg, kg, cg = self._per_group(self.g, key_g, in_multi_g)
-        pg, kp, cp = self._per_group(self.p, key_p, in_multi_p)
-        left = pd.DataFrame({"k": self.block_p[pg] * width + kp, "p": pg, "np": cp})
-        right = pd.DataFrame({"k": self.block_g[gg] * width + kg, "g": gg, "ng": cg})
-        joined = left.merge(right, on="k", how="inner", sort=False)
-        pair_key = joined["p"].to_numpy() * len(self.block_g) + joined["g"].to_numpy()
-        codes, uniques = pd.factorize(pair_key)
-        uniques = np.asarray(uniques, np.int64)
-        total = np.bincount(codes, weights=np.minimum(joined["np"].to_numpy(), joined["ng"].to_numpy()))
-        return pd.DataFrame({"key": uniques, "m": total.astype(np.int64)})
-
     def _match_multi(self, blocks, n_p, n_g, first_p, first_g):
-        """Hungarian solves, batched by block shape."""
+        """Hungarian solves for blocks with several groups on a side, batched by shape.
+
+        S, W and X of every candidate pair live in one dense vector laid out block by
+        block (row-major N x M), so a block's matrix is a reshape of a slice.
+        """
         g, p = self.g, self.p
-        is_multi_g = take(np.isin(self.block_g, blocks), g.gid, 0).astype(bool)
-        is_multi_p = take(np.isin(self.block_p, blocks), p.gid, 0).astype(bool)
-        n_tv = int(max(g.tv.max(initial=0), p.tv.max(initial=0))) + 1
-        n_et = int(max(g.etype.max(initial=0), p.etype.max(initial=0))) + 1
-        shared = self._pair_weights(g.tv, p.tv, n_tv, is_multi_g, is_multi_p)
-        overlap = self._pair_weights(g.etype, p.etype, n_et, is_multi_g, is_multi_p)
-        # every pair with S > 0 shares an entity type, so the overlap rows cover them all
-        s_val = take(shared["m"].to_numpy(), pd.Index(shared["key"]).get_indexer(overlap["key"]), 0)
-        w_val = overlap["m"].to_numpy() - s_val  # W = sum_e min(Np_e, Ng_e) - S
-        wp, wg = np.divmod(overlap["key"].to_numpy(), len(self.block_g))
+        size = n_p * n_g
+        offset = np.concatenate([[0], np.cumsum(size)])
+        block_of_p = _lookup(blocks, self.block_p)
+        block_of_g = _lookup(blocks, self.block_g)
+        in_g = take(block_of_g, g.gid) >= 0
+        in_p = take(block_of_p, p.gid) >= 0
+
+        def dense(key_g: np.ndarray, key_p: np.ndarray) -> np.ndarray:
+            """Sum over shared keys of min(count in pred group, count in GT group)."""
+            width = int(max(key_g.max(initial=0), key_p.max(initial=0))) + 1
+            gg, kg, cg = self._per_group(g, key_g, in_g)
+            pg, kp, cp = self._per_group(p, key_p, in_p)
+            li, rj = equi_join(self.block_p[pg] * width + kp, self.block_g[gg] * width + kg)
+            pi, gj = pg[li], gg[rj]
+            b = block_of_p[pi]
+            local = offset[b] + (pi - first_p[b]) * n_g[b] + (gj - first_g[b])
+            weights = np.minimum(cp[li], cg[rj]).astype(np.float64)
+            return np.bincount(local, weights=weights, minlength=offset[-1]).astype(np.int64)
+
+        shared = dense(g.tv, p.tv)
+        subst = dense(g.etype, p.etype) - shared  # W = sum_e min(Np_e, Ng_e) - S
+        blk = np.repeat(np.arange(len(blocks)), size)
+        within = np.arange(offset[-1]) - offset[blk]
+        p_of = first_p[blk] + within // n_g[blk]
+        g_of = first_g[blk] + within % n_g[blk]
         size_p = np.bincount(p.gid[p.gid >= 0], minlength=len(self.block_p))
         size_g = np.bincount(g.gid[g.gid >= 0], minlength=len(self.block_g))
-        x_val = ((s_val == size_p[wp]) & (s_val == size_g[wg])).astype(np.int64)
-        block_index = pd.Index(blocks)
-        wb = block_index.get_indexer(self.block_p[wp])
+        exact = ((shared == size_p[p_of]) & (shared == size_g[g_of])).astype(np.int64)
+
         out_p, out_g = [], []
         shapes = pd.DataFrame({"n": n_p, "m": n_g}).groupby(["n", "m"], sort=True).indices
         for (n, m), members in shapes.items():
-            members = np.asarray(members)
-            local = np.full(len(blocks), -1)
-            local[members] = np.arange(len(members))
-            sel = local[wb] >= 0
-            k = local[wb[sel]]
-            r = wp[sel] - first_p[wb[sel]]
-            c = wg[sel] - first_g[wb[sel]]
-            stacks = np.zeros((3, len(members), n, m), np.int64)
-            stacks[0, k, r, c] = s_val[sel]
-            stacks[1, k, r, c] = w_val[sel]
-            stacks[2, k, r, c] = x_val[sel]
-            rows, cols = match_stack(*stacks)
+            index = offset[members][:, None] + np.arange(n * m)
+            rows, cols = match_stack(*(x[index].reshape(len(members), n, m) for x in (shared, subst, exact)))
             out_p.append((rows + first_p[members][:, None]).ravel())
             out_g.append((cols + first_g[members][:, None]).ravel())
         return np.concatenate(out_p), np.concatenate(out_g)
+
+
+def _lookup(sorted_keys: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Position of each value in ``sorted_keys``, -1 when absent."""
+    at = np.searchsorted(sorted_keys, values)
+    found = at < len(sorted_keys)
+    found[found] = sorted_keys[at[found]] == values[found]
+    return np.where(found, at, -1)
+
+
+def equi_join(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every index pair (i, j) with ``left[i] == right[j]``: a sort-based inner join.
+
+    >>> [a.tolist() for a in equi_join(np.array([5, 7, 5]), np.array([5, 5, 9]))]
+    [[0, 0, 2, 2], [0, 1, 0, 1]]
+    """
+    order = np.argsort(right, kind="stable")
+    ordered = right[order]
+    lo = np.searchsorted(ordered, left, side="left")
+    counts = np.searchsorted(ordered, left, side="right") - lo
+    li = np.repeat(np.arange(len(left)), counts)
+    offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    return li, order[np.repeat(lo, counts) + offsets]
 
 
 # --- cells ----------------------------------------------------------------------------
