@@ -1,0 +1,80 @@
+"""The JSON report (SPEC 7): keys, determinism, nothing lost, and the error CSV."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+from conftest import SAMPLE_DATA
+
+from kieval_core import evaluate
+from kieval_core.report import build_report, report_json
+
+
+@pytest.fixture(scope="module")
+def sample():
+    preds = {p.stem: p for p in sorted(SAMPLE_DATA.glob("sim_*.jsonl"))}
+    return evaluate(SAMPLE_DATA / "cord_v2_gt.jsonl", preds)
+
+
+def test_spec_keys_present(sample):
+    report = json.loads(report_json(sample))
+    model = report["models"]["sim_weak"]
+    assert model["n_documents"] == 100
+    for key in ("tp", "fp", "fn", "precision", "recall", "f1"):
+        assert key in model["kieval"]["entity"] and key in model["kieval"]["group"]
+        assert key in model["entity_f1"]
+    assert set(model["kieval"]["corrections"]) == {"substitution", "addition", "deletion", "total"}
+    assert 0.0 <= model["kieval"]["aligned"] <= 1.0
+    point = model["automation"]["curve"][0]
+    assert set(point) == {"threshold", "auto_rate", "kieval_aligned"}
+    assert {d["doc_id"] for d in model["documents"]} == {f"validation_{i:04d}" for i in range(100)}
+    assert isinstance(report["warnings"], list)
+
+
+def test_fast_json_equals_standard_encoding(sample):
+    assert json.loads(report_json(sample)) == json.loads(json.dumps(build_report(sample)))
+
+
+def test_nothing_lost(sample):
+    """Every GT document is scored; documents absent from predictions are listed."""
+    weak = sample.models["sim_weak"]
+    assert len(weak.documents) == 100
+    assert weak.missing_documents == ("validation_0021", "validation_0058")
+    assert weak.documents.set_index("doc_id").loc["validation_0021", "missing"]
+    assert any("2 GT document(s) absent" in w for w in sample.warnings)
+    gt_entities = sample.gt.n_entities
+    assert weak.entity.tp + weak.entity.fn == gt_entities
+
+
+def test_report_is_byte_identical_across_processes(tmp_path):
+    outs = []
+    for i in range(2):
+        out = tmp_path / f"r{i}.json"
+        subprocess.run(
+            [sys.executable, "-m", "kieval_core.cli", "evaluate", "--gt",
+             str(SAMPLE_DATA / "cord_v2_gt.jsonl"), "--pred", str(SAMPLE_DATA / "sim_llm.jsonl"),
+             "--json", str(out)],
+            check=True, capture_output=True,
+        )
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+
+
+def test_errors_csv(tmp_path):
+    out = tmp_path / "errors.csv"
+    from kieval_core.cli import main
+
+    assert main(["evaluate", "--gt", str(SAMPLE_DATA / "cord_v2_gt.jsonl"),
+                 "--pred", str(SAMPLE_DATA / "sim_strong.jsonl"), "--errors-csv", str(out)]) == 0
+    errors = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert list(errors.columns) == ["model", "doc_id", "group_type", "gt_group", "pred_group",
+                                    "entity_type", "gt_value", "pred_value", "kind", "confidence"]
+    model = evaluate(SAMPLE_DATA / "cord_v2_gt.jsonl", SAMPLE_DATA / "sim_strong.jsonl").models["sim_strong"]
+    counts = errors["kind"].value_counts()
+    assert counts["substitution"] == model.corrections.substitution
+    assert counts["addition"] == model.corrections.addition
+    assert counts["deletion"] == model.corrections.deletion
