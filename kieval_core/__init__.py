@@ -3,9 +3,9 @@
 __version__ = "0.1.0"
 
 from .errors import KievalInputError, UndefinedMetricWarning
+from .evaluate import EvaluationResult, ModelResult, evaluate
 from .loaders import FORMATS, LoadOptions, load, load_bytes
 from .model import Dataset
-from .evaluate import EvaluationResult, ModelResult, evaluate
 from .normalize import Normalizer
 
 __all__ = [

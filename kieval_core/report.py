@@ -62,7 +62,7 @@ def records_json(frame: pd.DataFrame) -> str:
     keys = [json.dumps(str(c), ensure_ascii=False).replace("%", "%%") for c in frame.columns]
     template = "{" + ", ".join(f"{k}: %s" for k in keys) + "}"
     columns = [_json_column(frame[c]) for c in frame.columns]
-    return "[\n" + ",\n".join(template % row for row in zip(*columns)) + "\n]"
+    return "[\n" + ",\n".join(template % row for row in zip(*columns, strict=True)) + "\n]"
 
 
 def model_report(model: ModelResult, records=_records) -> dict:

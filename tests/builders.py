@@ -26,4 +26,4 @@ def write_jsonl(path: Path, records: list[dict]) -> Path:
 
 def menu(*lines: tuple[str, ...], keys=("nm", "price")) -> list[dict]:
     """Menu groups for nested JSON: ``menu(("A", "100"), ("B", "200"))``."""
-    return [dict(zip(keys, line)) for line in lines]
+    return [dict(zip(keys, line, strict=False)) for line in lines]

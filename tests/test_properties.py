@@ -76,7 +76,7 @@ def test_shuffling_changes_nothing(data, rnd):
             keys = list(dict.fromkeys((r[0], r[1]) for r in rows))
             names = [f"g{i}" for i in range(len(keys))]
             rnd.shuffle(names)
-            relabel = dict(zip(keys, names))  # distinct new names in a new order
+            relabel = dict(zip(keys, names, strict=True))  # distinct new names in a new order
             out[doc_id] = [(r[0], relabel[(r[0], r[1])] if r[0] else "", *r[2:]) for r in rows]
         return out
 
@@ -127,7 +127,7 @@ def test_fast_curve_equals_simulation(data):
     gt, pred = data
     m = _model(gt, pred)
     curve = m.curve
-    for tau, acc in zip(curve["threshold"], curve["kieval_aligned"]):
+    for tau, acc in zip(curve["threshold"], curve["kieval_aligned"], strict=True):
         assert acc == _simulate(m, tau)
     assert curve["kieval_aligned"].iloc[0] == m.aligned  # tau = 0 is KIEval_Aligned
     assert (np.diff(curve["kieval_aligned"]) >= -1e-12).all()
@@ -145,7 +145,7 @@ def test_hungarian_equals_brute_force(n, m, data):
 
     shared, subst, exact = matrix(2), matrix(2), matrix(1)
     rows, cols = match_block(shared, subst, exact)
-    fast = sorted(zip(rows.tolist(), cols.tolist()))
+    fast = sorted(zip(rows.tolist(), cols.tolist(), strict=True))
     best = brute_force_match(shared, subst, exact)
     tie = tie_break_weights(n, m)
 

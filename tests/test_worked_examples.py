@@ -37,7 +37,8 @@ def test_fig2_through_cli(tmp_path):
     assert m["entity_f1"]["precision"] == 1.0
     assert m["entity_f1"]["recall"] == pytest.approx(11 / 12)
     assert m["entity_f1"]["f1"] == pytest.approx(0.9565, abs=5e-5)
-    assert (m["kieval"]["entity"]["tp"], m["kieval"]["entity"]["fp"], m["kieval"]["entity"]["fn"]) == (10, 1, 2)
+    entity = m["kieval"]["entity"]
+    assert (entity["tp"], entity["fp"], entity["fn"]) == (10, 1, 2)
     assert m["kieval"]["entity"]["f1"] == pytest.approx(0.8696, abs=5e-5)
     assert m["kieval"]["corrections"] == {"substitution": 0, "addition": 2, "deletion": 1, "total": 3}
     assert m["kieval"]["aligned"] == pytest.approx(10 / 13)

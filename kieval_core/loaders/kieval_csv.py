@@ -25,7 +25,9 @@ def kieval_csv_entities(text: str, source: str) -> list[tuple[str, str, str, str
 
     >>> kieval_csv_entities("0\\nmenu.nm\\tmenu.price\\nTea\\t5||6\\n<empty>\\t<empty>\\n\\n"
     ...                     "store\\tACME", "0.csv")
-    [('menu', '0:0', 'menu.nm', 'Tea'), ('menu', '0:0', 'menu.price', '5'), ('menu', '0:0', 'menu.price', '6'), ('', '', 'store', 'ACME')]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [('menu', '0:0', 'menu.nm', 'Tea'), ('menu', '0:0', 'menu.price', '5'),
+     ('menu', '0:0', 'menu.price', '6'), ('', '', 'store', 'ACME')]
     """
     text = text.replace("\r\n", "\n").strip("\n")
     rows: list[tuple[str, str, str, str]] = []
@@ -60,7 +62,8 @@ def _group_block(lines: list[str], source: str, first: int) -> list[tuple[str, s
             msg = f"{len(cells)} cells where the header has {len(header)}"
             raise KievalInputError(source, f"line {first + 2 + offset}", msg)
         key = f"{index}:{offset}"
-        rows += [(group_type, key, t, v) for t, cell in zip(header, cells) for v in _values(cell)]
+        rows += [(group_type, key, t, v)
+                 for t, cell in zip(header, cells, strict=True) for v in _values(cell)]
     return rows
 
 

@@ -219,8 +219,9 @@ def flatten_document(
     >>> rows, plain = flatten_document(
     ...     {"menu": [{"nm": "Tea", "price": {"value": "5", "confidence": 0.8}}], "total": "5"},
     ...     source="x", doc_id="d1")
-    >>> rows
-    [('menu', 0, 'menu.nm', 'Tea', nan), ('menu', 0, 'menu.price', '5', 0.8), ('', -1, 'total', '5', nan)]
+    >>> rows  # doctest: +NORMALIZE_WHITESPACE
+    [('menu', 0, 'menu.nm', 'Tea', nan), ('menu', 0, 'menu.price', '5', 0.8),
+     ('', -1, 'total', '5', nan)]
     >>> plain
     {'menu': [{'nm': 'Tea', 'price': '5'}], 'total': '5'}
     """
@@ -261,7 +262,9 @@ def structure_of(
     if key is not None:
         if key not in record:
             raise KievalInputError(source, where, f"the record has no key {key!r}")
-        return _unwrap_ground_truth(record[key], source, where) if key == "ground_truth" else record[key], confidences
+        if key == "ground_truth":
+            return _unwrap_ground_truth(record[key], source, where), confidences
+        return record[key], confidences
     for candidate in STRUCTURE_KEYS:
         if candidate in record:
             return record[candidate], confidences

@@ -140,7 +140,8 @@ def _confidence(table: pa.Table, source: str, first_line: int) -> np.ndarray:
     else:
         text = pc.utf8_trim_whitespace(pc.fill_null(pc.cast(raw, pa.string()), ""))
         blank = pc.is_in(text, pa.array(["", "null", "None"])).to_numpy(zero_copy_only=False)
-        numbers = pd.to_numeric(pd.Series(text.to_pandas()).where(~blank), errors="coerce").to_numpy(np.float64)
+        numbers = pd.to_numeric(pd.Series(text.to_pandas()).where(~blank), errors="coerce")
+        numbers = numbers.to_numpy(np.float64)
     bad = ~blank & ~((numbers >= 0.0) & (numbers <= 1.0))
     if bad.any():
         row = int(np.argmax(bad))
