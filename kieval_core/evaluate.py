@@ -276,23 +276,27 @@ def evaluate(
     target_accuracy
         Accuracy after review used for the recommended threshold.
     progress
-        Called as ``progress(done, total, label)`` after each model.
+        Called as ``progress(done, total, label)`` after reading each file and scoring
+        each model.
     """
     normalizer = normalizer or Normalizer()
     families = resolve_families(metrics)
-    gt_set = _as_dataset(gt, load_options, name="ground truth")
     named = _named(predictions)
+    steps = 1 + 2 * len(named)
+    report = progress or (lambda done, total, label: None)
+    gt_set = _as_dataset(gt, load_options, name="ground truth")
+    report(1, steps, "read ground truth")
     models: dict[str, ModelResult] = {}
-    for done, (name, item) in enumerate(named):
+    for i, (name, item) in enumerate(named):
         pred = _as_dataset(item, load_options, name=name)
         name = name or pred.name
+        report(2 + 2 * i, steps, f"read {name}")
         if name in models:
             msg = f"two prediction sets are named {name!r}; name them explicitly (NAME=PATH)"
             raise ValueError(msg)
         models[name] = evaluate_model(gt_set, pred, name=name, normalizer=normalizer,
                                       families=families, target_accuracy=target_accuracy)
-        if progress:
-            progress(done + 1, len(named), name)
+        report(3 + 2 * i, steps, f"scored {name}")
     return EvaluationResult(gt_set, models, normalizer, families, target_accuracy)
 
 
