@@ -197,3 +197,32 @@ def test_cli_unknown_path_and_option(tmp_path, capsys):
     good = write_jsonl(tmp_path / "gt.jsonl", [{"doc_id": "a", "gt_parse": {"x": "1"}}])
     assert main(["evaluate", "--gt", str(good), "--pred", str(good), "--metrics", "bogus"]) == 2
     assert "unknown metric family" in capsys.readouterr().err
+
+
+def test_llm_answers_recovered_from_fences_and_prose(tmp_path):
+    records = [
+        {"doc_id": "a", "output": 'Here you go:\n```json\n{"total": "5", "n": 1.50}\n```'},
+        {"doc_id": "b", "output": 'The receipt says {"total": "6"} as far as I can see.'},
+        {"doc_id": "c", "output": {"total": "7"}},
+    ]
+    ds = load(write_jsonl(tmp_path / "llm.jsonl", records))
+    assert _rows(ds) == [("a", "", -1, "n", "1.50"), ("a", "", -1, "total", "5"),
+                         ("b", "", -1, "total", "6"), ("c", "", -1, "total", "7")]
+    assert ds.warnings == ("document 'a' (line 1): JSON recovered from code fence",
+                           "document 'b' (line 2): JSON recovered from prose")
+    folder = tmp_path / "answers"
+    folder.mkdir()
+    (folder / "r1.json").write_text('Sure!\n```\n{"total": "5"}\n```\n')
+    assert _rows(load(folder)) == [("r1", "", -1, "total", "5")]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('I think {"a": "1"} or maybe {"a": "2"}', "2 JSON objects"),
+    ("I could not read this receipt.", "no JSON object"),
+    ('```json\n{"a": 1}\n```\n```json\n{"a": 2}\n```', "2 code fences"),
+])
+def test_ambiguous_llm_answers_are_refused(tmp_path, text, expected):
+    path = write_jsonl(tmp_path / "llm.jsonl", [{"doc_id": "a", "output": text}])
+    with pytest.raises(KievalInputError, match=expected) as info:
+        load(path)
+    assert "line 1" in str(info.value)

@@ -22,7 +22,7 @@ from ..errors import KievalInputError
 from ..model import ENTITY_COLUMNS, Dataset
 from .cord import cord_entities, valid_lines_of
 from .kieval_csv import kieval_csv_entities
-from .nested import doc_id_of, flatten_document, parse_json, structure_of
+from .nested import doc_id_of, flatten_document, parse_json, recover_json, structure_of
 from .table import group_indices, read_delimited, table_to_entities
 
 #: Format names accepted by ``--format`` and the app's override.
@@ -199,6 +199,9 @@ class _Builder:
 
 def _add_nested(builder: _Builder, doc_id: str, where: str, structure: Any, confidences: Any,
                 options: LoadOptions) -> None:
+    if isinstance(structure, str):  # an LLM's raw answer stored as text
+        structure, how = recover_json(structure, builder.source, where)
+        builder.warnings.append(f"document {doc_id!r} ({where}): JSON recovered from {how}")
     rows, plain = flatten_document(
         structure, source=builder.source, doc_id=doc_id, confidences=confidences,
         aliases=dict(options.aliases),
@@ -288,7 +291,7 @@ def _load_files(files: Mapping[str, bytes], source: str, name: str, options: Loa
     if fmt == "auto":
         if suffixes <= {".csv", ".tsv", ".txt"}:
             fmt = "kieval-csv"
-        elif suffixes == {".json"}:
+        elif suffixes <= {".json", ".txt", ".md"} and ".json" in suffixes:
             fmt = "json-dir"
         else:
             msg = f"cannot tell the format of a directory holding {', '.join(sorted(suffixes))} files"
@@ -304,7 +307,11 @@ def _load_files(files: Mapping[str, bytes], source: str, name: str, options: Loa
             rows = [(g, k, t, v, np.nan) for g, k, t, v in kieval_csv_entities(text, file_source)]
             builder.add(doc_id, file_name, rows)
         else:
-            content = parse_json(text, file_source) if text.strip() else None
+            try:
+                content = parse_json(text, file_source) if text.strip() else None
+            except KievalInputError:
+                content, how = recover_json(text, file_source, None)
+                builder.warnings.append(f"document {doc_id!r} ({file_name}): JSON recovered from {how}")
             if not isinstance(content, dict):
                 raise KievalInputError(file_source, None, "expected a JSON object")
             structure, confidences = _file_structure(content, file_source, file_name, options)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import PurePath
 from typing import Any
@@ -65,6 +66,41 @@ def parse_json(text: str, source: str, where: str | None = None) -> Any:
         raise KievalInputError(source, where, f"invalid JSON ({exc})") from None
     except RecursionError:
         raise KievalInputError(source, where, "JSON nested too deeply") from None
+
+
+_FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n(.*?)\n?```", re.DOTALL)
+
+
+def recover_json(text: str, source: str, where: str) -> tuple[Any, str]:
+    """The one JSON object inside an LLM answer (code fence or prose), and how it was found.
+
+    Refuses (KievalInputError) when there is no object or more than one candidate.
+
+    >>> recover_json('Sure! ```json\n{"total": "5"}\n``` Hope it helps.', "x", "line 1")
+    ({'total': '5'}, 'code fence')
+    >>> recover_json('The answer is {"total": "5"}.', "x", "line 1")[1]
+    'prose'
+    """
+    fences = _FENCE.findall(text)
+    if len(fences) == 1:
+        return parse_json(fences[0], source, f"{where}, code fence"), "code fence"
+    if len(fences) > 1:
+        raise KievalInputError(source, where, f"{len(fences)} code fences; cannot tell which is the answer")
+    decoder = json.JSONDecoder(parse_int=JsonNumber, parse_float=JsonNumber)
+    found, i = [], text.find("{")
+    while i >= 0:
+        try:
+            value, end = decoder.raw_decode(text, i)
+        except (json.JSONDecodeError, RecursionError):
+            i = text.find("{", i + 1)
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+        i = text.find("{", end)
+    if len(found) != 1:
+        problem = "no JSON object" if not found else f"{len(found)} JSON objects"
+        raise KievalInputError(source, where, f"text with {problem}; cannot recover the answer")
+    return found[0], "prose"
 
 
 def is_scored_leaf(node: Any) -> bool:
