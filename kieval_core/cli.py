@@ -19,6 +19,7 @@ from .errors import KievalInputError
 from .evaluate import evaluate
 from .loaders import FORMATS, LoadOptions
 from .normalize import Normalizer
+from .peer_families import PeerOptions
 from .registry import FAMILIES, METRICS
 from .report import report_json
 
@@ -51,6 +52,10 @@ def _parser() -> argparse.ArgumentParser:
                     help="value normaliser: default, or casefold and/or numbers (comma-separated)")
     ev.add_argument("--metrics", default="kieval", metavar="FAMILIES",
                     help=f"metric families: {', '.join(FAMILIES)} or all (default: kieval)")
+    ev.add_argument("--cer-threshold", type=float, default=0.30, metavar="T",
+                    help="OINerval's CER threshold in [0, 1] (default 0.30)")
+    ev.add_argument("--peer-structure", default="canonical", choices=("canonical", "uploaded"),
+                    help="what ANLS* and nTED score: re-nested entities (default) or the files' JSON")
     ev.add_argument("--target-accuracy", type=float, default=0.95, metavar="A",
                     help="accuracy after review for the recommended threshold (default 0.95)")
     ev.add_argument("--json", type=Path, metavar="OUT", help="write the JSON report here")
@@ -138,7 +143,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     progress = _Progress()
     result = evaluate(args.gt, predictions, normalizer=Normalizer.from_names(args.normalize),
                       metrics=args.metrics, target_accuracy=args.target_accuracy,
-                      load_options=options, progress=progress)
+                      load_options=options, progress=progress,
+                      peer_options=PeerOptions(args.cer_threshold, args.peer_structure))
     progress.close()
     print(_format_summary(result.summary()))
     for warning in result.warnings:

@@ -20,6 +20,7 @@ from .engine import Counted, count
 from .loaders import LoadOptions, load
 from .model import Dataset
 from .normalize import Normalizer
+from .peer_families import PeerFigures, PeerOptions
 from .registry import compute_peer, resolve_families
 from .scores import Corrections, Counts, add_scores, aligned_score
 
@@ -43,7 +44,7 @@ class ModelResult:
     has_confidence: bool
     target_accuracy: float
     warnings: tuple[str, ...] = ()
-    peer: Mapping[str, object] = field(default_factory=dict)
+    peer: Mapping[str, PeerFigures] = field(default_factory=dict)
 
     @property
     def n_documents(self) -> int:
@@ -119,6 +120,8 @@ class ModelResult:
         docs["flat_fn"] = flat["n_gt"] - flat["tp"]
         docs = add_scores(docs, "flat_")
         docs["missing"] = ids.isin(self.missing_documents)
+        for figures in self.peer.values():
+            docs = docs.join(figures.documents)
         return docs.reset_index()
 
     @cached_property
@@ -261,6 +264,7 @@ def evaluate(
     metrics: Sequence[str] = ("kieval",),
     target_accuracy: float = 0.95,
     load_options: LoadOptions = LoadOptions(),
+    peer_options: PeerOptions = PeerOptions(),
     progress: Progress | None = None,
 ) -> EvaluationResult:
     """Evaluate one or more prediction sets against a ground truth.
@@ -275,6 +279,8 @@ def evaluate(
         Metric families to compute (see :mod:`kieval_core.registry`).
     target_accuracy
         Accuracy after review used for the recommended threshold.
+    load_options, peer_options
+        How to read files; options of the peer metrics (CER threshold, structure).
     progress
         Called as ``progress(done, total, label)`` after reading each file and scoring
         each model.
@@ -295,13 +301,15 @@ def evaluate(
             msg = f"two prediction sets are named {name!r}; name them explicitly (NAME=PATH)"
             raise ValueError(msg)
         models[name] = evaluate_model(gt_set, pred, name=name, normalizer=normalizer,
-                                      families=families, target_accuracy=target_accuracy)
+                                      families=families, target_accuracy=target_accuracy,
+                                      peer_options=peer_options)
         report(3 + 2 * i, steps, f"scored {name}")
     return EvaluationResult(gt_set, models, normalizer, families, target_accuracy)
 
 
 def evaluate_model(gt: Dataset, pred: Dataset, *, name: str, normalizer: Normalizer,
-                   families: tuple[str, ...], target_accuracy: float) -> ModelResult:
+                   families: tuple[str, ...], target_accuracy: float,
+                   peer_options: PeerOptions = PeerOptions()) -> ModelResult:
     """Score one prediction set: restrict it to the GT documents and count."""
     gt_ids = set(gt.doc_ids)
     pred_ids = set(pred.doc_ids)
@@ -328,7 +336,7 @@ def evaluate_model(gt: Dataset, pred: Dataset, *, name: str, normalizer: Normali
         name=name, source=pred.source, counted=count(gt, restricted, normalizer),
         missing_documents=missing, unknown_documents=unknown, has_confidence=has_conf,
         target_accuracy=target_accuracy, warnings=tuple(warnings),
-        peer=compute_peer(families, gt, restricted, normalizer),
+        peer=compute_peer(families, gt, restricted, peer_options),
     )
 
 

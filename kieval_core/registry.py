@@ -7,14 +7,15 @@ what ``--metrics`` selects (``kieval`` = KIEval, flat entity F1 and the automati
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from .peer_families import FAMILY_FUNCTIONS, PeerFigures, PeerOptions
 
 if TYPE_CHECKING:
     from .evaluate import ModelResult
     from .model import Dataset
-    from .normalize import Normalizer
 
 KIEVAL_CITATION = "Khang et al., KIEval, arXiv 2503.05488 (Upstage AI, 2025)"
 
@@ -101,9 +102,88 @@ METRICS: tuple[Metric, ...] = (
            lambda m: m.recommend().auto_rate),
 )
 
-#: Families selectable with ``--metrics`` (peer families register themselves here).
-FAMILIES: dict[str, str] = {"kieval": "KIEval, flat entity F1 and the automation curve"}
-_PEER: dict[str, Callable[[Dataset, Dataset, Normalizer], Mapping[str, Any]]] = {}
+
+def _peer(family: str, key: str) -> Callable[[ModelResult], Any]:
+    return lambda m: m.peer[family].figures.get(key) if family in m.peer else None
+
+
+ANLS_CITATION = "Peer et al., ANLS*, arXiv 2402.03848; anls-star 1.0.1"
+DONUT_CITATION = "Kim et al., Donut, ECCV 2022; donut-python 1.0.9 JSONParseEvaluator"
+OI_CITATION = "Villanova-Aparisi, Tarride et al., 2024; ie-eval 0.2.0"
+LISTS_CITATION = "List-extraction practice (TP/FP/FN, order-aware F1, row alignment)"
+SCORE_CITATION = "SCORE, Unstructured, arXiv 2509.19345"
+
+PEER_METRICS: tuple[Metric, ...] = (
+    Metric("anls_star", "ANLS*", "anls_star", True,
+           "Mean over documents of ANLS* on the nested structure: per leaf 1 - normalised "
+           "Levenshtein distance (0 below 0.5 similarity), lists by Hungarian matching.",
+           "Tolerant of small typos; counts wrong keys and missing list items.",
+           ANLS_CITATION, _peer("anls_star", "anls_star"), headline=True),
+    Metric("nted", "nTED accuracy", "nted", True,
+           "Mean over documents of max(0, 1 - TED(pred, gt) / TED(empty, gt)) on Donut's "
+           "ordered trees with value-level edit costs.",
+           "Donut's accuracy: tolerant of typos, sensitive to structure and list order.",
+           DONUT_CITATION, _peer("nted", "nted"), headline=True),
+    Metric("donut_field_f1.f1", "Donut field F1", "nted", True,
+           "Donut's cal_f1: micro F1 of (key path, value) fields, lists flattened.",
+           "Equals flat entity F1 on clean values.", DONUT_CITATION,
+           _peer("nted", "donut_field_f1.f1")),
+    Metric("oi.oiecer", "OIECER", "oi", False,
+           "Sum over optimally assigned entity pairs of min(1, CER) (1 for a category "
+           "mismatch or a missing/extra entity) over GT entities; not capped at 1.",
+           "Character-level cost of errors, reading order ignored; 0 is perfect.",
+           OI_CITATION, _peer("oi", "oi.oiecer")),
+    Metric("oi.oiewer", "OIEWER", "oi", False,
+           "As OIECER with word error rate per pair.", "Word-level cost of errors; 0 is perfect.",
+           OI_CITATION, _peer("oi", "oi.oiewer")),
+    Metric("oi.oinerval.f1", "OINerval F1", "oi", True,
+           "F1 of entities matched one to one with equal category and CER at most the "
+           "threshold (default 0.30).", "Entity F1 that forgives small OCR errors.",
+           OI_CITATION, _peer("oi", "oi.oinerval.f1")),
+    Metric("bag.words.f1", "Bag-of-tagged-words F1", "bag", True,
+           "F1 of the multisets of (category, word) pairs.", "Word-level recall and precision, "
+           "order ignored.", OI_CITATION, _peer("bag", "bag.words.f1")),
+    Metric("bag.words.wer", "Bag-of-tagged-words WER", "bag", False,
+           "Sum of max(FP, FN) over (category, word) bags / GT words.", "0 is perfect.",
+           OI_CITATION, _peer("bag", "bag.words.wer")),
+    Metric("bag.entities.f1", "Bag-of-entities F1", "bag", True,
+           "F1 of the multisets of (category, text) entities.", "Exact entity F1 without groups.",
+           OI_CITATION, _peer("bag", "bag.entities.f1")),
+    Metric("bag.entities.er", "Bag-of-entities ER", "bag", False,
+           "Sum of max(FP, FN) over entity bags / GT entities.", "0 is perfect.",
+           OI_CITATION, _peer("bag", "bag.entities.er")),
+    Metric("lists.items.f1", "List items F1", "lists", True,
+           "Per group type, each entity type's values over the groups as one list: multiset F1.",
+           "Values found, whatever their row.", LISTS_CITATION, _peer("lists", "lists.items.f1")),
+    Metric("lists.positional.f1", "List positional F1", "lists", True,
+           "A value counts only at the same position (group index) in its list.",
+           "Punishes order errors and shifted rows.", LISTS_CITATION,
+           _peer("lists", "lists.positional.f1")),
+    Metric("lists.rows.strict", "Row alignment (strict)", "lists", True,
+           "Share of GT rows (groups) reproduced whole by a one-to-one pairing.",
+           "Like group recall.", LISTS_CITATION, _peer("lists", "lists.rows.strict")),
+    Metric("lists.rows.partial", "Row alignment (partial)", "lists", True,
+           "Share of GT cells reproduced by the best one-to-one row pairing.",
+           "Credit for partly right rows.", LISTS_CITATION, _peer("lists", "lists.rows.partial")),
+    Metric("tokens.found", "Tokens found", "tokens", True,
+           "Share of GT value tokens present in the prediction (multiset, order-free).",
+           "Omissions: 1 - tokens found.", SCORE_CITATION, _peer("tokens", "tokens.found")),
+    Metric("tokens.added", "Tokens added", "tokens", False,
+           "Share of predicted tokens absent from the GT.", "Hallucinations: 0 is best.",
+           SCORE_CITATION, _peer("tokens", "tokens.added")),
+)
+METRICS = METRICS + PEER_METRICS
+
+#: Families selectable with ``--metrics``.
+FAMILIES: dict[str, str] = {
+    "kieval": "KIEval, flat entity F1 and the automation curve",
+    "anls_star": "ANLS* on the nested structure",
+    "nted": "Donut's nTED accuracy and field F1",
+    "oi": "reading-order-independent OIECER, OIEWER, OINerval",
+    "bag": "bag-of-tagged-words and bag-of-entities",
+    "lists": "list metrics over groups (items, positional, row alignment)",
+    "tokens": "SCORE tokens found / tokens added",
+}
 
 
 def metrics_of(families: Sequence[str]) -> tuple[Metric, ...]:
@@ -129,6 +209,6 @@ def resolve_families(names: Sequence[str] | str) -> tuple[str, ...]:
 
 
 def compute_peer(families: Sequence[str], gt: Dataset, pred: Dataset,
-                 normalizer: Normalizer) -> dict[str, Any]:
+                 options: PeerOptions) -> dict[str, PeerFigures]:
     """Peer-metric results of the selected families, keyed by family."""
-    return {f: _PEER[f](gt, pred, normalizer) for f in families if f in _PEER}
+    return {f: FAMILY_FUNCTIONS[f](gt, pred, options) for f in families if f in FAMILY_FUNCTIONS}

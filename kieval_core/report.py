@@ -97,8 +97,10 @@ def model_report(model: ModelResult, records=_records) -> dict:
         "unknown_documents": list(model.unknown_documents),
         "warnings": list(model.warnings),
     }
-    for family, figures in model.peer.items():
-        report.update(_plain(figures.report() if hasattr(figures, "report") else {family: figures}))
+    for figures in model.peer.values():
+        report.update(_plain(figures.report()))
+        for name, table in figures.tables.items():
+            report.setdefault("peer_tables", {})[name] = records(table.reset_index())
     return _plain(report)
 
 

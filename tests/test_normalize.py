@@ -41,8 +41,10 @@ def test_unknown_option():
 
 
 def test_cli_normalize_option(tmp_path):
-    gt = write_jsonl(tmp_path / "gt.jsonl", [{"doc_id": "a", "gt_parse": {"total": "45,500", "store": "ACME"}}])
-    pred = write_jsonl(tmp_path / "p.jsonl", [{"doc_id": "a", "prediction": {"total": "45500", "store": "Acme"}}])
+    gt = write_jsonl(tmp_path / "gt.jsonl",
+                     [{"doc_id": "a", "gt_parse": {"total": "45,500", "store": "ACME"}}])
+    pred = write_jsonl(tmp_path / "p.jsonl",
+                       [{"doc_id": "a", "prediction": {"total": "45500", "store": "Acme"}}])
     scores = {}
     for option in ("default", "numbers", "casefold,numbers"):
         out = tmp_path / f"{option}.json"

@@ -20,14 +20,16 @@ import pyarrow.parquet as pq
 
 from ..errors import KievalInputError
 from ..model import ENTITY_COLUMNS, Dataset
+from ..peer.iob2 import parse_iob2_document, parse_iob2_documents
 from .cord import cord_entities, valid_lines_of
 from .kieval_csv import kieval_csv_entities
 from .nested import doc_id_of, flatten_document, parse_json, recover_json, structure_of
 from .table import group_indices, read_delimited, table_to_entities
 
 #: Format names accepted by ``--format`` and the app's override.
-FORMATS = ("auto", "json", "jsonl", "json-dir", "table", "cord", "kieval-csv")
+FORMATS = ("auto", "json", "jsonl", "json-dir", "table", "cord", "kieval-csv", "iob2")
 _TABLE_SUFFIXES = {".csv": ",", ".tsv": "\t", ".tab": "\t"}
+_IOB2_SUFFIXES = (".bio", ".bioes", ".iob", ".iob2")
 #: Files in a directory or zip that are never documents.
 _IGNORED_FILES = (".DS_Store", "README", "README.md", "LICENSE")
 
@@ -94,6 +96,9 @@ def load_bytes(data: bytes, source: str, options: LoadOptions = LoadOptions(),
     if fmt == "table":
         return _load_table(data, source, suffix, name)
     text = decode_text(data, source)
+    if fmt == "iob2":
+        return _load_iob2({f"{i + 1}": doc for i, doc in enumerate(_iob2_documents(text, source))},
+                          source, name)
     if fmt == "json":
         return _load_json_file(text, source, name, options)
     return _load_jsonl(text, source, name, options, cord=fmt == "cord")
@@ -113,6 +118,8 @@ def decode_text(data: bytes, source: str) -> str:
 def _detect_file_format(data: bytes, suffix: str, source: str) -> str:
     if suffix in _TABLE_SUFFIXES or suffix == ".parquet":
         return "table"
+    if suffix in _IOB2_SUFFIXES:
+        return "iob2"
     head = data.lstrip()[:1]
     if suffix == ".json" or (head == b"[" and suffix != ".jsonl"):
         return "json"
@@ -293,9 +300,18 @@ def _load_files(files: Mapping[str, bytes], source: str, name: str, options: Loa
             fmt = "kieval-csv"
         elif suffixes <= {".json", ".txt", ".md"} and ".json" in suffixes:
             fmt = "json-dir"
+        elif suffixes <= set(_IOB2_SUFFIXES):
+            fmt = "iob2"
         else:
             msg = f"cannot tell the format of a directory holding {', '.join(sorted(suffixes))} files"
             raise KievalInputError(source, None, msg)
+    if fmt == "iob2":
+        documents = {}
+        for file_name, data in files.items():
+            file_source = f"{source}/{file_name}"
+            documents[PurePath(file_name).stem] = _iob2_documents(decode_text(data, file_source), file_source,
+                                                               one_document=True)
+        return _load_iob2(documents, source, name)
     if fmt not in ("kieval-csv", "json-dir"):
         raise KievalInputError(source, None, f"format {fmt} is read from one file, not a directory")
     builder = _Builder(source, name)
@@ -316,6 +332,29 @@ def _load_files(files: Mapping[str, bytes], source: str, name: str, options: Loa
                 raise KievalInputError(file_source, None, "expected a JSON object")
             structure, confidences = _file_structure(content, file_source, file_name, options)
             _add_nested(builder, doc_id, file_name, structure, confidences, options)
+    return builder.build()
+
+
+def _iob2_documents(text: str, source: str, *, one_document: bool = False) -> list:
+    """Parse IOB2 text; the parser's ``ValueError`` becomes the domain error."""
+    try:
+        if one_document:
+            return parse_iob2_document(text, source)
+        return parse_iob2_documents(text, source)
+    except ValueError as exc:
+        where, _, problem = str(exc).removeprefix(f"{source}, ").partition(": ")
+        raise KievalInputError(source, where, problem) from None
+
+
+def _load_iob2(documents: Mapping[str, list[tuple[str, str]]], source: str, name: str) -> Dataset:
+    """IOB2 documents (SPEC 6.5): entities in reading order, all non-group.
+
+    In one file, documents are numbered 1, 2, ... in order (so GT and prediction files
+    pair up); in a directory, each file is a document named by its stem.
+    """
+    builder = _Builder(source, name)
+    for doc_id, entities in documents.items():
+        builder.add(doc_id, f"document {doc_id}", [("", "", c, t) for c, t in entities])
     return builder.build()
 
 

@@ -71,8 +71,8 @@ def parse_json(text: str, source: str, where: str | None = None) -> Any:
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n(.*?)\n?```", re.DOTALL)
 
 
-def recover_json(text: str, source: str, where: str) -> tuple[Any, str]:
-    """The one JSON object inside an LLM answer (code fence or prose), and how it was found.
+def recover_json(text: str, source: str, where: str | None) -> tuple[Any, str]:
+    r"""The one JSON object inside an LLM answer (code fence or prose), and how it was found.
 
     Refuses (KievalInputError) when there is no object or more than one candidate.
 
