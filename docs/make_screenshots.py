@@ -20,11 +20,20 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update"]
-PAGES = [("overview", ""), ("documents", "documents?doc=validation_0075&model=simulated-weak"),
-         ("errors", "errors"), ("automation", "automation"), ("compare", "compare"),
-         ("guide", "guide")]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+]
+PAGES = [
+    ("overview", ""),
+    ("documents", "documents?doc=validation_0075&model=simulated-weak"),
+    ("errors", "errors"),
+    ("automation", "automation"),
+    ("compare", "compare"),
+    ("guide", "guide"),
+]
 
 
 def free_port() -> int:
@@ -39,9 +48,24 @@ def streamlit_server(root: Path = ROOT, port: int | None = None):
     port = port or free_port()
     env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1"],
-        cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+        ],
+        cwd=root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}/"
     try:
         deadline = time.time() + 60
@@ -76,7 +100,9 @@ def wait_idle(page, timeout_ms: int = 60_000) -> None:
             const app = document.querySelector('[data-testid="stApp"]');
             return app && app.getAttribute('data-test-script-state') === 'notRunning'
                 && !document.querySelector('[data-testid="stSkeleton"]');
-        }""", timeout=timeout_ms)
+        }""",
+        timeout=timeout_ms,
+    )
     page.wait_for_timeout(1200)  # plotly and data grids draw after the run
 
 
@@ -87,7 +113,8 @@ def capture(page, path: Path, width: int = 1400, max_height: int = 4200) -> None
             const main = document.querySelector('[data-testid="stMain"]')
                 || document.querySelector('section.main');
             return main ? main.scrollHeight : document.body.scrollHeight;
-        }""")
+        }"""
+    )
     page.set_viewport_size({"width": width, "height": min(max(int(height) + 40, 900), max_height)})
     page.wait_for_timeout(800)
     page.screenshot(path=str(path), full_page=True)

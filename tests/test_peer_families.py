@@ -75,7 +75,8 @@ def test_donut_field_f1_equals_flat_entity_f1_on_clean_values(sample):
 
 
 def test_anls_family_agrees_with_the_package():
-    gt = {"d1": [("", "", "total", "10.00"), ("menu", "0", "menu.nm", "Tea"), ("menu", "1", "menu.nm", "Cake")],
+    gt = {"d1": [("", "", "total", "10.00"), ("menu", "0", "menu.nm", "Tea"),
+                 ("menu", "1", "menu.nm", "Cake")],
           "d2": [("", "", "store", "ACME")]}
     pred = {"d1": [("", "", "total", "10.0O"), ("menu", "0", "menu.nm", "Cake")],
             "d2": [("", "", "store", "ACNE"), ("", "", "date", "1/1")]}

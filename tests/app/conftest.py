@@ -15,8 +15,11 @@ from kieval_core import evaluate, load  # noqa: E402
 
 SAMPLE = ROOT / "sample_data"
 SHARED = ROOT.parent / "shared" / "data"
-SAMPLE_MODELS = {"simulated-strong": "sim_strong.jsonl", "simulated-llm": "sim_llm.jsonl",
-                 "simulated-weak": "sim_weak.jsonl"}
+SAMPLE_MODELS = {
+    "simulated-strong": "sim_strong.jsonl",
+    "simulated-llm": "sim_llm.jsonl",
+    "simulated-weak": "sim_weak.jsonl",
+}
 
 
 @pytest.fixture(scope="session")

@@ -27,8 +27,16 @@ from kieval_app.sources import (
 from kieval_app.text import md, metric_value, pct, plain
 
 
-@pytest.mark.parametrize("module", [kieval_app.text, kieval_app.sources, kieval_app.automation,
-                                    kieval_app.documents, kieval_app.compare])
+@pytest.mark.parametrize(
+    "module",
+    [
+        kieval_app.text,
+        kieval_app.sources,
+        kieval_app.automation,
+        kieval_app.documents,
+        kieval_app.compare,
+    ],
+)
 def test_docstring_examples_run(module):
     failures, _ = doctest.testmod(module)
     assert failures == 0
@@ -48,8 +56,15 @@ def test_markdown_escape_keeps_the_text_and_leaves_no_markup(text):
 
 
 def test_markdown_escape_defuses_links_images_html_and_directives():
-    for attack in ("[x](http://evil)", "![i](http://evil/p.png)", "<img src=x onerror=1>",
-                   ":red[alert]", "$x^2$", "www.evil.com", "# heading"):
+    for attack in (
+        "[x](http://evil)",
+        "![i](http://evil/p.png)",
+        "<img src=x onerror=1>",
+        ":red[alert]",
+        "$x^2$",
+        "www.evil.com",
+        "# heading",
+    ):
         escaped = md(attack)
         assert re.search(r"(?<!\\)[\[\]()<>:$#!.]", escaped) is None, escaped
 
@@ -99,10 +114,20 @@ def test_sample_is_replaced_by_uploads():
 
 
 def test_options_build_core_objects():
-    options = AppOptions(gt_format="jsonl", key="fields", aliases=(("a", "b"),),
-                         ignore_keys=("split",), casefold=True)
+    options = AppOptions(
+        gt_format="jsonl",
+        key="fields",
+        aliases=(("a", "b"),),
+        ignore_keys=("split",),
+        casefold=True,
+    )
     gt = options.load_options("gt")
-    assert (gt.format, gt.key, gt.aliases, gt.ignore_keys) == ("jsonl", "fields", (("a", "b"),), ("split",))
+    assert (gt.format, gt.key, gt.aliases, gt.ignore_keys) == (
+        "jsonl",
+        "fields",
+        (("a", "b"),),
+        ("split",),
+    )
     assert options.load_options("pred").format == "auto"
     assert options.normalizer.casefold and not options.normalizer.number_punctuation
 
@@ -119,9 +144,15 @@ def test_retarget_keeps_tables_and_moves_the_recommendation(strong):
 def test_combine_joins_single_model_results(sample_result):
     from kieval_core import EvaluationResult
 
-    parts = [EvaluationResult(sample_result.gt, {n: m}, sample_result.normalizer,
-                              sample_result.metrics, 0.95) for n, m in sample_result.models.items()]
-    joined = combine(sample_result.gt, parts, AppOptions(target_accuracy=0.9), sample_result.metrics)
+    parts = [
+        EvaluationResult(
+            sample_result.gt, {n: m}, sample_result.normalizer, sample_result.metrics, 0.95
+        )
+        for n, m in sample_result.models.items()
+    ]
+    joined = combine(
+        sample_result.gt, parts, AppOptions(target_accuracy=0.9), sample_result.metrics
+    )
     assert list(joined.models) == list(sample_result.models)
     assert joined.target_accuracy == 0.9
     assert joined.summary().shape == sample_result.summary().shape
