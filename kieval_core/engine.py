@@ -247,12 +247,13 @@ class _Groups:
             width = int(max(key_g.max(initial=0), key_p.max(initial=0))) + 1
             gg, kg, cg = self._per_group(g, key_g, in_g)
             pg, kp, cp = self._per_group(p, key_p, in_p)
-            li, rj = equi_join(self.block_p[pg] * width + kp, self.block_g[gg] * width + kg)
-            pi, gj = pg[li], gg[rj]
-            b = block_of_p[pi]
-            local = offset[b] + (pi - first_p[b]) * n_g[b] + (gj - first_g[b])
-            weights = np.minimum(cp[li], cg[rj]).astype(np.float64)
-            return np.bincount(local, weights=weights, minlength=offset[-1]).astype(np.int64)
+            total = np.zeros(offset[-1], np.float64)
+            for li, rj in equi_join(self.block_p[pg] * width + kp, self.block_g[gg] * width + kg):
+                pi, gj = pg[li], gg[rj]
+                b = block_of_p[pi]
+                local = offset[b] + (pi - first_p[b]) * n_g[b] + (gj - first_g[b])
+                total += np.bincount(local, weights=np.minimum(cp[li], cg[rj]), minlength=offset[-1])
+            return total.astype(np.int64)
 
         shared = dense(g.tv, p.tv)
         subst = dense(g.etype, p.etype) - shared  # W = sum_e min(Np_e, Ng_e) - S
@@ -282,19 +283,30 @@ def _lookup(sorted_keys: np.ndarray, values: np.ndarray) -> np.ndarray:
     return np.where(found, at, -1)
 
 
-def equi_join(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def equi_join(left: np.ndarray, right: np.ndarray, max_rows: int = 1 << 22):
     """Every index pair (i, j) with ``left[i] == right[j]``: a sort-based inner join.
 
-    >>> [a.tolist() for a in equi_join(np.array([5, 7, 5]), np.array([5, 5, 9]))]
-    [[0, 0, 2, 2], [0, 1, 0, 1]]
+    Yields the pairs in chunks of about ``max_rows`` so that a key shared by thousands
+    of groups on both sides (``cnt = 1`` on every line of a long receipt) stays within
+    memory.
+
+    >>> [[a.tolist() for a in chunk] for chunk in equi_join(np.array([5, 7, 5]), np.array([5, 5, 9]))]
+    [[[0, 0, 2, 2], [0, 1, 0, 1]]]
     """
     order = np.argsort(right, kind="stable")
     ordered = right[order]
     lo = np.searchsorted(ordered, left, side="left")
     counts = np.searchsorted(ordered, left, side="right") - lo
-    li = np.repeat(np.arange(len(left)), counts)
-    offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-    return li, order[np.repeat(lo, counts) + offsets]
+    ends = np.cumsum(counts)
+    start = 0
+    while start < len(left):
+        stop = max(int(np.searchsorted(ends, ends[start] - counts[start] + max_rows, side="right")),
+                   start + 1)
+        part = counts[start:stop]
+        li = np.repeat(np.arange(start, stop), part)
+        offsets = np.arange(int(part.sum())) - np.repeat(np.cumsum(part) - part, part)
+        yield li, order[np.repeat(lo[start:stop], part) + offsets]
+        start = stop
 
 
 # --- cells ----------------------------------------------------------------------------
