@@ -48,6 +48,8 @@ def _parser() -> argparse.ArgumentParser:
                     type=lambda t: _pair(t, "--alias"), help="rename a key while reading JSON")
     ev.add_argument("--ignore-key", action="append", default=[], metavar="KEY",
                     help="top-level record key that is metadata, not an entity (e.g. split)")
+    ev.add_argument("--max-file-size", type=float, default=1024, metavar="MB",
+                    help="refuse inputs larger than this many MiB (default 1024)")
     ev.add_argument("--normalize", default="default", metavar="OPTS",
                     help="value normaliser: default, or casefold and/or numbers (comma-separated)")
     ev.add_argument("--metrics", default="kieval", metavar="FAMILIES",
@@ -130,7 +132,7 @@ def _check_bars(result, bars: list[tuple[str, str]]) -> list[str]:
 
 def _evaluate(args: argparse.Namespace) -> int:
     options = LoadOptions(format=args.format, key=args.key, aliases=tuple(args.alias),
-                          ignore_keys=tuple(args.ignore_key))
+                          ignore_keys=tuple(args.ignore_key), max_bytes=int(args.max_file_size * 2**20))
     predictions: dict[str, str] = {}
     for item in args.pred:
         name, sep, path = item.partition("=")

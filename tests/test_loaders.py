@@ -226,3 +226,18 @@ def test_ambiguous_llm_answers_are_refused(tmp_path, text, expected):
     with pytest.raises(KievalInputError, match=expected) as info:
         load(path)
     assert "line 1" in str(info.value)
+
+
+def test_size_limits(tmp_path, capsys):
+    small = LoadOptions(max_bytes=1000)
+    with pytest.raises(KievalInputError, match="above the limit"):
+        load_bytes(b"doc_id,entity,value\n" + b"a,b,c\n" * 500, "big.csv", small)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:  # compresses 1000:1
+        archive.writestr("a.json", json.dumps({"x": "a" * 100_000}))
+    with pytest.raises(KievalInputError, match=r"bomb.zip \(uncompressed\).*above the limit"):
+        load_bytes(buffer.getvalue(), "bomb.zip", LoadOptions(max_bytes=50_000))
+    path = tmp_path / "big.jsonl"
+    path.write_text(json.dumps({"doc_id": "a", "fields": {"x": "y" * 3000}}) + "\n")
+    assert main(["evaluate", "--gt", str(path), "--pred", str(path), "--max-file-size", "0.001"]) == 2
+    assert "above the limit" in capsys.readouterr().err

@@ -30,6 +30,10 @@ from .table import group_indices, read_delimited, table_to_entities
 FORMATS = ("auto", "json", "jsonl", "json-dir", "table", "cord", "kieval-csv", "iob2")
 _TABLE_SUFFIXES = {".csv": ",", ".tsv": "\t", ".tab": "\t"}
 _IOB2_SUFFIXES = (".bio", ".bioes", ".iob", ".iob2")
+#: Default size limit of one input (a file, a directory, or a zip once uncompressed).
+MAX_BYTES = 1 << 30
+#: Most files a directory or zip may hold.
+MAX_FILES = 200_000
 #: Files in a directory or zip that are never documents.
 _IGNORED_FILES = (".DS_Store", "README", "README.md", "LICENSE")
 
@@ -48,17 +52,28 @@ class LoadOptions:
         Key renames applied while reading nested JSON (``subtotal`` -> ``sub_total``).
     ignore_keys : tuple of str
         Top-level record keys that are metadata, not entities (e.g. ``split``).
+    max_bytes : int
+        Largest file (or directory, or uncompressed zip) read; larger inputs are refused
+        with a message before anything is read.
     """
 
     format: str = "auto"
     key: str | None = None
     aliases: tuple[tuple[str, str], ...] = ()
     ignore_keys: tuple[str, ...] = ()
+    max_bytes: int = MAX_BYTES
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
             msg = f"unknown format {self.format!r}; choose one of {', '.join(FORMATS)}"
             raise ValueError(msg)
+
+    def check_size(self, size: int, source: str) -> None:
+        """Refuse inputs above :attr:`max_bytes` before reading them."""
+        if size > self.max_bytes:
+            msg = (f"{size / 2**20:,.0f} MiB is above the limit of {self.max_bytes / 2**20:,.0f} MiB "
+                   "(raise it with --max-file-size)")
+            raise KievalInputError(source, None, msg)
 
 
 def load(path: str | Path, options: LoadOptions = LoadOptions(), name: str | None = None) -> Dataset:
@@ -70,14 +85,15 @@ def load(path: str | Path, options: LoadOptions = LoadOptions(), name: str | Non
     source = str(path)
     name = name or (path.name if path.is_dir() else path.stem)
     if path.is_dir():
-        files = {
-            p.name: p.read_bytes()
-            for p in sorted(path.iterdir())
-            if p.is_file() and not p.name.startswith(".") and p.name not in _IGNORED_FILES
-        }
-        return _load_files(files, source, name, options)
+        members = [p for p in sorted(path.iterdir())
+                   if p.is_file() and not p.name.startswith(".") and p.name not in _IGNORED_FILES]
+        if len(members) > MAX_FILES:
+            raise KievalInputError(source, None, f"{len(members)} files; at most {MAX_FILES} are read")
+        options.check_size(sum(p.stat().st_size for p in members), source)
+        return _load_files({p.name: p.read_bytes() for p in members}, source, name, options)
     if not path.exists():
         raise KievalInputError(source, None, "no such file or directory")
+    options.check_size(path.stat().st_size, source)
     return load_bytes(path.read_bytes(), source, options, name=name)
 
 
@@ -85,8 +101,9 @@ def load_bytes(data: bytes, source: str, options: LoadOptions = LoadOptions(),
                name: str | None = None) -> Dataset:
     """Read one uploaded file; a ``.zip`` is read as a directory of per-document files."""
     name = name or PurePath(source).stem
+    options.check_size(len(data), source)
     if source.lower().endswith(".zip"):
-        return _load_files(_zip_members(data, source), source, name, options)
+        return _load_files(_zip_members(data, source, options), source, name, options)
     suffix = PurePath(source).suffix.lower()
     fmt = options.format
     if fmt == "auto":
@@ -274,10 +291,14 @@ def _file_structure(content: dict, source: str, where: str, options: LoadOptions
                         ignore_keys=options.ignore_keys)
 
 
-def _zip_members(data: bytes, source: str) -> dict[str, bytes]:
+def _zip_members(data: bytes, source: str, options: LoadOptions) -> dict[str, bytes]:
+    """Members of a zip, read in memory; never extracted to disk, sizes checked first."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         members = [m for m in archive.infolist() if not m.is_dir()]
+        if len(members) > MAX_FILES:
+            raise KievalInputError(source, None, f"{len(members)} files; at most {MAX_FILES} are read")
+        options.check_size(sum(m.file_size for m in members), f"{source} (uncompressed)")
         return {
             PurePath(m.filename).name: archive.read(m)
             for m in sorted(members, key=lambda m: m.filename)
