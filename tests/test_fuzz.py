@@ -4,7 +4,9 @@ project's input error, never another exception."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -89,3 +91,16 @@ def test_structured_records_evaluate(gt_records, pred_records):
         assert 0.0 <= value <= 1.0
     curve = model.curve
     assert curve["kieval_aligned"].between(0, 1).all()
+
+
+REGRESSIONS = sorted((Path(__file__).parent / "fuzz_regressions").glob("*"))
+FUZZ_NAMES = ["f.jsonl", "f.json", "f.csv", "f.tsv", "f.parquet", "f.zip", "f.bio", "f"]
+
+
+@pytest.mark.parametrize("path", REGRESSIONS, ids=[p.name for p in REGRESSIONS])
+def test_fuzz_regressions(path):
+    """Inputs found by bench/fuzz_loaders.py (first byte picks the file name)."""
+    data = path.read_bytes()
+    dataset = _load_or_input_error(data[1:], FUZZ_NAMES[data[0] % len(FUZZ_NAMES)])
+    if dataset is not None:
+        assert evaluate(dataset, {"same": dataset}).models["same"].corrections.total == 0

@@ -68,6 +68,11 @@ def table_to_entities(table: pa.Table | pd.DataFrame, source: str, *,
     if isinstance(table, pd.DataFrame):
         table = pa.Table.from_pandas(table, preserve_index=False)
     table = table.rename_columns([str(c).strip().lower() for c in table.column_names])
+    seen: set[str] = set()
+    for column in table.column_names:
+        if column in seen and column in (*REQUIRED, *OPTIONAL):
+            raise KievalInputError(source, "header", f"column {column!r} appears twice")
+        seen.add(column)
     missing = [c for c in REQUIRED if c not in table.column_names]
     if missing:
         found = ", ".join(table.column_names) or "none"
