@@ -70,9 +70,14 @@ class _Side:
     tv: np.ndarray
     confidence: np.ndarray
     source: pd.DataFrame
+    # filled in by the matching and counting steps, in this order
     gid: np.ndarray | None = None  # group id (side-local), -1 for non-group
-    pair: np.ndarray | None = None
-    cell: np.ndarray | None = None
+    group_keys: np.ndarray | None = None  # packed (block, group index) of each group id
+    pair: np.ndarray | None = None  # row of the pairs table; n_pairs + doc for non-group
+    cell: np.ndarray | None = None  # row of the cells table
+    status: np.ndarray | None = None  # index into STATUSES
+    err_rank: np.ndarray | None = None  # rank among the cell's errors, -1 for a TP
+    other_value: np.ndarray | None = None  # the substitution partner's value
 
 
 def take(values: np.ndarray, index: np.ndarray, fill: int = -1) -> np.ndarray:
@@ -150,7 +155,9 @@ def _encode(gt: pd.DataFrame, pred: pd.DataFrame, doc_ids, normalizer: Normalize
     if (doc < 0).any():
         msg = "predicted entities of documents absent from the ground truth must be removed first"
         raise ValueError(msg)
-    gtype_codes, gtype_names = pd.factorize(both("group_type"), sort=True)
+    # "" (non-group) always gets code 0, even when neither side has non-group entities
+    gtype_codes, gtype_names = pd.factorize(pd.concat([pd.Series([""]), both("group_type")]), sort=True)
+    gtype_codes = gtype_codes[1:]
     etype_codes, etype_names = pd.factorize(both("entity_type"), sort=True)
     value_codes = normalizer.codes(both("value"))
     tv, tv_uniques = pd.factorize(etype_codes.astype(np.int64) * (int(value_codes.max(initial=0)) + 1)
@@ -347,7 +354,7 @@ def _cells(g: _Side, p: _Side, pairs: pd.DataFrame, groups: _Groups,
 
     cells = pd.DataFrame({
         "doc_id": vocab.categorical(of_pair("doc", pair - n_pairs), vocab.doc_ids),
-        "group_type": vocab.categorical(of_pair("gtype", _non_group_code(vocab)), vocab.gtypes),
+        "group_type": vocab.categorical(of_pair("gtype", 0), vocab.gtypes),
         "gt_group": of_pair("ggrp", -1),
         "pred_group": of_pair("pgrp", -1),
         "entity_type": vocab.categorical(cell_keys % n_et, vocab.etypes),
@@ -355,13 +362,6 @@ def _cells(g: _Side, p: _Side, pairs: pd.DataFrame, groups: _Groups,
         "substitution": subs, "addition": fn - subs, "deletion": fp - subs,
     })
     return cells, pair
-
-
-def _non_group_code(vocab: _Vocab) -> int:
-    """Code of the non-group type ``""``; added to the vocabulary when neither side has one."""
-    if "" not in vocab.gtypes:
-        object.__setattr__(vocab, "gtypes", vocab.gtypes.append(pd.Index([""], dtype=object)))
-    return int(vocab.gtypes.get_loc(""))
 
 
 def _label(s: _Side, cv: np.ndarray, tp_cv: np.ndarray, subs: np.ndarray, *, is_pred: bool) -> None:

@@ -35,6 +35,14 @@ def sample_result():
 
 
 @pytest.fixture(scope="session")
+def all_families():
+    """The sample with every metric family of the registry (peer metrics too)."""
+    gt = load(SAMPLE / "cord_v2_gt.jsonl")
+    models = {name: load(SAMPLE / file) for name, file in SAMPLE_MODELS.items()}
+    return evaluate(gt, models, metrics="all")
+
+
+@pytest.fixture(scope="session")
 def weak(sample_result):
     return sample_result.models["simulated-weak"]
 

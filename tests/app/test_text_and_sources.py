@@ -141,17 +141,10 @@ def test_retarget_keeps_tables_and_moves_the_recommendation(strong):
     assert retarget(strong, strong.target_accuracy) is strong
 
 
-def test_combine_joins_single_model_results(sample_result):
-    from kieval_core import EvaluationResult
-
-    parts = [
-        EvaluationResult(
-            sample_result.gt, {n: m}, sample_result.normalizer, sample_result.metrics, 0.95
-        )
-        for n, m in sample_result.models.items()
-    ]
+def test_combine_joins_models_evaluated_one_by_one(sample_result):
+    models = list(sample_result.models.values())
     joined = combine(
-        sample_result.gt, parts, AppOptions(target_accuracy=0.9), sample_result.metrics
+        sample_result.gt, models, AppOptions(target_accuracy=0.9), sample_result.metrics
     )
     assert list(joined.models) == list(sample_result.models)
     assert joined.target_accuracy == 0.9
