@@ -3,8 +3,7 @@
     python docs/make_screenshots.py [--out docs/screenshots] [--chromium /usr/bin/chromium]
 
 Starts ``streamlit run app.py`` on a free port, opens each page, waits until the app is
-idle, and saves one PNG per page (JPEG-like size: the page is captured at its full
-height, then scaled down when it is taller than --max-height).
+idle, and saves one PNG per page (the full page up to 3,400 px, in 256 colours).
 """
 
 from __future__ import annotations
@@ -106,8 +105,9 @@ def wait_idle(page, timeout_ms: int = 60_000) -> None:
     page.wait_for_timeout(1200)  # plotly and data grids draw after the run
 
 
-def capture(page, path: Path, width: int = 1400, max_height: int = 4200) -> None:
-    """Screenshot the whole scrollable app at ``width``."""
+def capture(page, path: Path, width: int = 1400, max_height: int = 3400) -> None:
+    """Screenshot the whole scrollable app at ``width`` (at most ``max_height`` tall), then
+    reduce it to a 256-colour palette so it stays small for the README."""
     height = page.evaluate(
         """() => {
             const main = document.querySelector('[data-testid="stMain"]')
@@ -118,6 +118,12 @@ def capture(page, path: Path, width: int = 1400, max_height: int = 4200) -> None
     page.set_viewport_size({"width": width, "height": min(max(int(height) + 40, 900), max_height)})
     page.wait_for_timeout(800)
     page.screenshot(path=str(path), full_page=True)
+    with contextlib.suppress(ImportError):
+        from PIL import Image
+
+        with Image.open(path) as image:
+            small = image.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT)
+        small.save(path, optimize=True)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -166,7 +166,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 def _dashboard(args: argparse.Namespace) -> int:
     command = [sys.executable, "-m", "streamlit", "run", str(PROJECT_ROOT / "app.py"),
                "--server.port", str(args.port), *args.streamlit_args]
-    return subprocess.call(command)
+    return subprocess.call(command, cwd=PROJECT_ROOT)  # .streamlit/config.toml is read from the cwd
 
 
 def _list_metrics() -> int:

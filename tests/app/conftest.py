@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # the app package is run from the repo root, not installed
-    sys.path.insert(0, str(ROOT))
+from kieval_core import evaluate, load
 
-from kieval_core import evaluate, load  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 SAMPLE = ROOT / "sample_data"
 SHARED = ROOT.parent / "shared" / "data"

@@ -1,0 +1,184 @@
+"""The errors view: corrections per entity type, flat vs KIEval F1 per entity type, the
+most frequent confusions, and the error list with its CSV / JSON export."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from kieval_core import ModelResult
+
+from .style import ACCURACY_COLOR, KIND_COLORS, KIND_LABELS, KINDS, NEUTRAL_COLOR, base_layout
+from .text import plain
+
+
+def corrections_by_type(model: ModelResult) -> pd.DataFrame:
+    """Per entity type: substitutions, additions, deletions and their total, most first."""
+    table = model.by_entity_type[["entity_type", *KINDS, "errors", "n_gt", "n_pred"]]
+    return table.sort_values(
+        ["errors", "entity_type"], ascending=[False, True], kind="stable"
+    ).reset_index(drop=True)
+
+
+def corrections_by_type_figure(model: ModelResult, top: int = 25) -> go.Figure:
+    """Stacked horizontal bars of the corrections per entity type (types with most errors)."""
+    table = corrections_by_type(model)
+    table = table[table["errors"] > 0].head(top)
+    types = [plain(t, 40) for t in table["entity_type"]]
+    fig = go.Figure()
+    for kind in KINDS:
+        fig.add_bar(
+            y=types,
+            x=table[kind],
+            orientation="h",
+            name=KIND_LABELS[kind],
+            marker_color=KIND_COLORS[kind],
+            hovertemplate="%{y}<br>" + KIND_LABELS[kind] + ": %{x}<extra></extra>",
+        )
+    fig.update_layout(
+        **base_layout(height=120 + 24 * max(len(types), 3)),
+        barmode="stack",
+        xaxis_title="corrections",
+        yaxis={"autorange": "reversed"},
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "traceorder": "normal"},
+    )
+    return fig
+
+
+def f1_by_type(model: ModelResult) -> pd.DataFrame:
+    """Per entity type: flat entity F1 (groups ignored) and KIEval entity F1, and the gap."""
+    table = model.by_entity_type[["entity_type", "flat_f1", "f1", "n_gt", "errors"]].rename(
+        columns={"f1": "kieval_f1"}
+    )
+    table = table.assign(gap=table["flat_f1"] - table["kieval_f1"])
+    return table.sort_values(
+        ["gap", "entity_type"], ascending=[False, True], kind="stable"
+    ).reset_index(drop=True)
+
+
+def f1_by_type_figure(model: ModelResult, top: int = 30) -> go.Figure:
+    """A dumbbell per entity type: flat F1 and KIEval F1; a long bar = grouping errors."""
+    table = f1_by_type(model)
+    table = table.sort_values("n_gt", ascending=False, kind="stable").head(top)
+    table = table.sort_values(["gap", "kieval_f1"], ascending=[False, True], kind="stable")
+    types = [plain(t, 40) for t in table["entity_type"]]
+    fig = go.Figure()
+    for y, lo, hi in zip(types, table["kieval_f1"], table["flat_f1"], strict=True):
+        fig.add_trace(
+            go.Scatter(
+                x=[lo, hi],
+                y=[y, y],
+                mode="lines",
+                showlegend=False,
+                line={"color": "#bbbbbb", "width": 4},
+                hoverinfo="skip",
+            )
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=table["flat_f1"],
+            y=types,
+            mode="markers",
+            name="flat entity F1",
+            marker={
+                "size": 11,
+                "color": NEUTRAL_COLOR,
+                "symbol": "circle-open",
+                "line": {"width": 2},
+            },
+            customdata=table["n_gt"],
+            hovertemplate="%{y}<br>flat F1 %{x:.1%}<br>%{customdata} GT entities<extra></extra>",
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=table["kieval_f1"],
+            y=types,
+            mode="markers",
+            name="KIEval entity F1",
+            marker={"size": 11, "color": ACCURACY_COLOR},
+            customdata=table["n_gt"],
+            hovertemplate="%{y}<br>KIEval F1 %{x:.1%}<br>%{customdata} GT entities<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        **base_layout(height=120 + 24 * max(len(types), 3)),
+        xaxis={"title": "F1", "tickformat": ".0%", "range": [-0.02, 1.02]},
+        yaxis={"autorange": "reversed"},
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+    )
+    return fig
+
+
+def top_confusions(
+    model: ModelResult, n: int = 20, entity_types: Sequence[str] = ()
+) -> pd.DataFrame:
+    """The most frequent substitutions (GT value -> predicted value) with their count."""
+    errors = model.errors
+    subs = errors[errors["kind"] == "substitution"]
+    if entity_types:
+        subs = subs[subs["entity_type"].isin(list(entity_types))]
+    if subs.empty:
+        return pd.DataFrame(columns=["entity_type", "gt_value", "pred_value", "count", "documents"])
+    grouped = (
+        subs.groupby(["entity_type", "gt_value", "pred_value"], sort=False, observed=True)
+        .agg(count=("doc_id", "size"), documents=("doc_id", "nunique"))
+        .reset_index()
+    )
+    return (
+        grouped.sort_values(
+            ["count", "documents", "entity_type"], ascending=[False, False, True], kind="stable"
+        )
+        .head(n)
+        .reset_index(drop=True)
+    )
+
+
+def filter_errors(
+    errors: pd.DataFrame,
+    kinds: Sequence[str] = (),
+    entity_types: Sequence[str] = (),
+    search: str = "",
+) -> pd.DataFrame:
+    """Errors of the given kinds and entity types whose doc id or values contain ``search``
+    (case-insensitive, plain text: no regular expression)."""
+    mask = np.ones(len(errors), bool)
+    if kinds:
+        mask &= errors["kind"].isin(list(kinds)).to_numpy()
+    if entity_types:
+        mask &= errors["entity_type"].isin(list(entity_types)).to_numpy()
+    if search.strip():
+        needle = search.strip().casefold()
+        hit = np.zeros(len(errors), bool)
+        for column in ("doc_id", "gt_value", "pred_value"):
+            values = errors[column].astype(object).where(errors[column].notna(), "")
+            hit |= values.astype(str).str.casefold().str.contains(needle, regex=False).to_numpy()
+        mask &= hit
+    return errors[mask].reset_index(drop=True)
+
+
+def errors_csv(errors: pd.DataFrame) -> bytes:
+    """The error list as UTF-8 CSV (SPEC 7 columns; empty cell = absent)."""
+    return errors.to_csv(index=False).encode("utf-8")
+
+
+def errors_json(errors: pd.DataFrame) -> bytes:
+    """The error list as a JSON array of records (null = absent)."""
+    records = []
+    for row in errors.itertuples(index=False):
+        record = {}
+        for column, value in zip(errors.columns, row, strict=True):
+            if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
+                record[column] = None
+            elif isinstance(value, np.integer):
+                record[column] = int(value)
+            elif isinstance(value, np.floating):
+                record[column] = float(value)
+            else:
+                record[column] = value
+        records.append(record)
+    return json.dumps(records, ensure_ascii=False, indent=1).encode("utf-8")
