@@ -54,7 +54,7 @@ SOURCES, PENDING, LOAD_ERRORS, UPLOAD_SEEN = "sources", "pending", "load_errors"
 WORKSPACE, DOC, URL = "workspace", "doc", "url"
 UPLOAD_GT, UPLOAD_PRED, MODEL = "upload_gt", "upload_pred", "model"
 OPT_TARGET = "opt_target"
-UPLOAD_TYPES = ["json", "jsonl", "ndjson", "csv", "tsv", "parquet", "zip"]
+UPLOAD_TYPES = ["json", "jsonl", "ndjson", "csv", "tsv", "parquet", "zip", "bio"]
 
 _OPTION_DEFAULTS = {
     "opt_gt_format": "auto",

@@ -17,6 +17,7 @@ import pandas as pd
 
 from .automation import Recommendation, automation_curve, curves_by_entity_type, recommend, review_effects
 from .engine import Counted, count
+from .errors import KievalInputError
 from .loaders import LoadOptions, load
 from .model import Dataset
 from .normalize import Normalizer
@@ -315,6 +316,10 @@ def evaluate_model(gt: Dataset, pred: Dataset, *, name: str, normalizer: Normali
     pred_ids = set(pred.doc_ids)
     missing = tuple(d for d in gt.doc_ids if d not in pred_ids)
     unknown = tuple(d for d in pred.doc_ids if d not in gt_ids)
+    if pred.doc_ids and len(unknown) == len(pred.doc_ids):
+        msg = (f"no document in common with the ground truth {gt.source} (predicted ids such "
+               f"as {_preview(unknown, 3)}; ground-truth ids such as {_preview(gt.doc_ids, 3)})")
+        raise KievalInputError(pred.source, None, msg)
     warnings = list(pred.warnings)
     if missing:
         warnings.append(f"{len(missing)} GT document(s) absent from the predictions, scored as "

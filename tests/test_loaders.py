@@ -241,3 +241,12 @@ def test_size_limits(tmp_path, capsys):
     path.write_text(json.dumps({"doc_id": "a", "fields": {"x": "y" * 3000}}) + "\n")
     assert main(["evaluate", "--gt", str(path), "--pred", str(path), "--max-file-size", "0.001"]) == 2
     assert "above the limit" in capsys.readouterr().err
+
+
+def test_no_document_in_common(tmp_path, capsys):
+    gt = write_jsonl(tmp_path / "gt.jsonl", [{"doc_id": "a", "gt_parse": {"x": "1"}}])
+    pred = write_jsonl(tmp_path / "pred.jsonl", [{"doc_id": "b", "prediction": {"x": "1"}}])
+    assert main(["evaluate", "--gt", str(gt), "--pred", str(pred)]) == 2
+    err = capsys.readouterr().err
+    assert "pred.jsonl: no document in common" in err
+    assert "predicted ids such as b;" in err and "ground-truth ids such as a)" in err

@@ -361,3 +361,24 @@ def test_official_kieval_csv_sample_as_zips(shared_data):
     for page in ("documents", "errors", "automation"):
         open_page(at, page)
     assert any("no confidence" in w.value for w in at.warning)
+
+
+def _bad_files():
+    """The CLI catalogue, less the file types the uploader refuses before we see them."""
+    from test_loaders import BAD_FILES
+
+    from kieval_app.workspace import UPLOAD_TYPES
+
+    return [b for b in BAD_FILES if b[0].rsplit(".", 1)[-1] in UPLOAD_TYPES]
+
+
+@pytest.mark.parametrize(("name", "data", "expected"), _bad_files(), ids=[b[0] for b in _bad_files()])
+def test_every_bad_input_gives_one_error_in_the_app(name, data, expected):
+    """The CLI's catalogue of bad inputs (tests/test_loaders.py), uploaded as predictions."""
+    at = started()
+    cards = metric_values(at)
+    upload(at, "upload_pred", (name, data))
+    assert len(at.error) == 1
+    message = unescape(at.error[0].value)
+    assert name in message and expected in message, message
+    assert workspace(at).sources.sample and metric_values(at) == cards
