@@ -41,6 +41,7 @@ from kieval_core import (
     load_bytes,
 )
 from kieval_core import registry as metric_registry
+from kieval_core.evaluate import check_overlap
 from kieval_core.model import Dataset
 
 from . import compare
@@ -327,13 +328,17 @@ def _accept_pending(options: AppOptions, progress) -> None:
             i / len(pending), text=f"Reading {md(source.name)} ({file_size(source.size)})"
         )
         try:
-            _load(
+            dataset = _load(
                 source.digest,
                 source.name,
                 options.load_options(role),
                 source.stem,
                 _data=source.data,
             )
+            if role != "gt" and sources.gt is not None:  # the wrong file, most likely
+                gt = sources.gt
+                check_overlap(_load_gt(gt.digest, gt.name, options.load_options("gt"), _data=gt.data),
+                              dataset)
         except Exception as exc:  # one clear message per bad file; never a traceback
             st.session_state[LOAD_ERRORS].append(_read_message(source, exc))
             continue

@@ -314,12 +314,9 @@ def evaluate_model(gt: Dataset, pred: Dataset, *, name: str, normalizer: Normali
     """Score one prediction set: restrict it to the GT documents and count."""
     gt_ids = set(gt.doc_ids)
     pred_ids = set(pred.doc_ids)
+    check_overlap(gt, pred)
     missing = tuple(d for d in gt.doc_ids if d not in pred_ids)
     unknown = tuple(d for d in pred.doc_ids if d not in gt_ids)
-    if pred.doc_ids and len(unknown) == len(pred.doc_ids):
-        msg = (f"no document in common with the ground truth {gt.source} (predicted ids such "
-               f"as {_preview(unknown, 3)}; ground-truth ids such as {_preview(gt.doc_ids, 3)})")
-        raise KievalInputError(pred.source, None, msg)
     warnings = list(pred.warnings)
     if missing:
         warnings.append(f"{len(missing)} GT document(s) absent from the predictions, scored as "
@@ -343,6 +340,19 @@ def evaluate_model(gt: Dataset, pred: Dataset, *, name: str, normalizer: Normali
         target_accuracy=target_accuracy, warnings=tuple(warnings),
         peer=compute_peer(families, gt, restricted, peer_options),
     )
+
+
+def check_overlap(gt: Dataset, pred: Dataset) -> None:
+    """Refuse a prediction set that shares no document with the ground truth.
+
+    Such a file is almost always the wrong file (or ids written differently), and
+    scoring it would report every document as missed.
+    """
+    gt_ids = set(gt.doc_ids)
+    if pred.doc_ids and not any(d in gt_ids for d in pred.doc_ids):
+        msg = (f"no document in common with the ground truth {gt.source} (predicted ids such "
+               f"as {_preview(pred.doc_ids, 3)}; ground-truth ids such as {_preview(gt.doc_ids, 3)})")
+        raise KievalInputError(pred.source, None, msg)
 
 
 def _preview(ids: Sequence[str], limit: int = 5) -> str:

@@ -382,3 +382,13 @@ def test_every_bad_input_gives_one_error_in_the_app(name, data, expected):
     message = unescape(at.error[0].value)
     assert name in message and expected in message, message
     assert workspace(at).sources.sample and metric_values(at) == cards
+
+
+def test_predictions_with_no_document_in_common():
+    at = started()
+    cards = metric_values(at)
+    upload(at, "upload_pred", ("other.jsonl", b'{"doc_id": "zzz", "prediction": {"total": "1"}}\n'))
+    assert len(at.error) == 1
+    message = unescape(at.error[0].value)
+    assert "other.jsonl" in message and "no document in common" in message, message
+    assert metric_values(at) == cards
