@@ -10,21 +10,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-]
+sys.path.insert(0, str(ROOT))
+from kieval_app.headless import CHROMIUM_ARGS, streamlit_server  # noqa: E402
+
 PAGES = [
     ("overview", ""),
     ("documents", "documents?doc=validation_0075&model=simulated-weak"),
@@ -33,62 +25,6 @@ PAGES = [
     ("compare", "compare"),
     ("guide", "guide"),
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def streamlit_server(root: Path = ROOT, port: int | None = None):
-    """Run the app headless; yield its base URL; stop it (by its own pid) afterwards."""
-    port = port or free_port()
-    env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.headless",
-            "true",
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-        ],
-        cwd=root,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if process.poll() is not None:
-                output = process.stdout.read().decode(errors="replace") if process.stdout else ""
-                msg = f"streamlit exited early:\n{output}"
-                raise RuntimeError(msg)
-            try:
-                with urllib.request.urlopen(url + "_stcore/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                time.sleep(0.3)
-        else:
-            msg = "streamlit did not become healthy within 60 s"
-            raise RuntimeError(msg)
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
 
 
 def wait_idle(page, timeout_ms: int = 60_000) -> None:

@@ -17,6 +17,8 @@ import pandas as pd
 from rapidfuzz.distance import Levenshtein
 from rapidfuzz.process import cdist
 
+from .oi import Detection
+
 __all__ = [
     "LEAF",
     "ROOT",
@@ -92,29 +94,9 @@ class NTEDCorpus(NamedTuple):
     mean: float
 
 
-@dataclass(frozen=True)
-class DonutFieldF1:
-    """Micro-averaged field counts of Donut's ``cal_f1``."""
-
-    tp: int
-    fp: int
-    fn: int
-
-    @property
-    def precision(self) -> float:
-        """TP / (TP + FP); 1.0 when nothing was predicted."""
-        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 1.0
-
-    @property
-    def recall(self) -> float:
-        """TP / (TP + FN); 1.0 when the ground truth has no field."""
-        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 1.0
-
-    @property
-    def f1(self) -> float:
-        """Donut's TP / (TP + (FP + FN) / 2); 1.0 when all counts are 0."""
-        errors = self.fp + self.fn
-        return self.tp / (self.tp + errors / 2) if self.tp + errors else 1.0
+class DonutFieldF1(Detection):
+    """Micro-averaged field counts of Donut's ``cal_f1``: its F1, TP / (TP + (FP + FN) / 2),
+    is :class:`~kieval_core.peer.oi.Detection`'s 2 TP / (2 TP + FP + FN)."""
 
 
 def donut_normalize(data: Any) -> Any:

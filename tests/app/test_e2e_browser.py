@@ -10,22 +10,17 @@ Skipped only when ``/usr/bin/chromium`` is absent outside CI (``.ci/run`` instal
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import os
 import re
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from kieval_app import automation
+from kieval_app.headless import CHROMIUM_ARGS, streamlit_server
 from kieval_app.text import pct
 from kieval_core import evaluate, load
 
@@ -34,62 +29,7 @@ pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "sample_data"
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-]
 TIMEOUT_MS = 60_000
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def _streamlit(port: int):
-    env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.headless",
-            "true",
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        url = f"http://127.0.0.1:{port}/"
-        deadline = time.time() + 60
-        while True:
-            assert process.poll() is None, process.stdout.read().decode(errors="replace")
-            try:
-                with urllib.request.urlopen(url + "_stcore/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                assert time.time() < deadline, "streamlit did not start within 60 s"
-                time.sleep(0.3)
-        yield url
-    finally:
-        process.terminate()  # our own child, by its handle
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +38,7 @@ def app_url():
         if os.environ.get("CI"):  # .ci/run installs it: a missing browser is a CI failure
             pytest.fail("Debian chromium is not installed at /usr/bin/chromium")
         pytest.skip("Debian chromium is not installed at /usr/bin/chromium")
-    with _streamlit(_free_port()) as url:
+    with streamlit_server(ROOT) as url:
         yield url
 
 
