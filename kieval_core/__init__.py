@@ -7,6 +7,7 @@ from .evaluate import EvaluationResult, ModelResult, evaluate
 from .loaders import FORMATS, LoadOptions, load, load_bytes
 from .model import Dataset
 from .normalize import Normalizer
+from .peer_families import PeerOptions
 
 __all__ = [
     "FORMATS",
@@ -17,6 +18,7 @@ __all__ = [
     "KievalInputError",
     "LoadOptions",
     "Normalizer",
+    "PeerOptions",
     "UndefinedMetricWarning",
     "load",
     "load_bytes",

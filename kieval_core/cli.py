@@ -11,11 +11,12 @@ import os
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pandas as pd
 
-from .errors import KievalInputError
+from .errors import KievalInputError, UndefinedMetricWarning
 from .evaluate import evaluate
 from .loaders import FORMATS, LoadOptions
 from .normalize import Normalizer
@@ -143,13 +144,20 @@ def _evaluate(args: argparse.Namespace) -> int:
             raise ValueError(msg)
         predictions[name] = path
     progress = _Progress()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UndefinedMetricWarning)
+        return _run(args, options, predictions, progress, caught)
+
+
+def _run(args, options, predictions, progress, caught) -> int:
     result = evaluate(args.gt, predictions, normalizer=Normalizer.from_names(args.normalize),
                       metrics=args.metrics, target_accuracy=args.target_accuracy,
                       load_options=options, progress=progress,
                       peer_options=PeerOptions(args.cer_threshold, args.peer_structure))
     progress.close()
     print(_format_summary(result.summary()))
-    for warning in result.warnings:
+    undefined = [str(w.message) for w in caught if issubclass(w.category, UndefinedMetricWarning)]
+    for warning in [*result.warnings, *dict.fromkeys(undefined)]:
         print(f"warning: {warning}", file=sys.stderr)
     if args.json:
         args.json.write_text(report_json(result), encoding="utf-8")

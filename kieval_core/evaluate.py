@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -17,7 +18,7 @@ import pandas as pd
 
 from .automation import Recommendation, automation_curve, curves_by_entity_type, recommend, review_effects
 from .engine import Counted, count
-from .errors import KievalInputError
+from .errors import KievalInputError, UndefinedMetricWarning
 from .loaders import LoadOptions, load
 from .model import Dataset
 from .normalize import Normalizer
@@ -73,6 +74,8 @@ class ModelResult:
         pairs = self.counted.pairs
         n_gt = int((pairs["gt_group"] >= 0).sum())
         if n_gt == 0:
+            warnings.warn(f"{self.name}: the ground truth has no groups; group P/R/F1 are "
+                          "undefined (reported as n/a)", UndefinedMetricWarning, stacklevel=2)
             return None
         tp = int(pairs["exact"].sum())
         return Counts(tp, int((pairs["pred_group"] >= 0).sum()) - tp, n_gt - tp)

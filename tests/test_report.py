@@ -78,3 +78,16 @@ def test_errors_csv(tmp_path):
     assert counts["substitution"] == model.corrections.substitution
     assert counts["addition"] == model.corrections.addition
     assert counts["deletion"] == model.corrections.deletion
+
+
+def test_group_scores_undefined_without_groups(tmp_path):
+    from builders import write_jsonl
+
+    from kieval_core import UndefinedMetricWarning
+
+    gt = write_jsonl(tmp_path / "gt.jsonl", [{"doc_id": "a", "gt_parse": {"total": "1"}}])
+    model = evaluate(gt, gt).models["gt"]
+    with pytest.warns(UndefinedMetricWarning, match="no groups"):
+        assert model.group is None
+    assert model.group_aligned is None
+    assert json.loads(report_json(evaluate(gt, gt)))["models"]["gt"]["kieval"]["group"] is None
