@@ -91,3 +91,18 @@ def test_group_scores_undefined_without_groups(tmp_path):
         assert model.group is None
     assert model.group_aligned is None
     assert json.loads(report_json(evaluate(gt, gt)))["models"]["gt"]["kieval"]["group"] is None
+
+
+def test_every_input_document_is_scored_or_listed(tmp_path):
+    from builders import write_jsonl
+
+    gt = write_jsonl(tmp_path / "gt.jsonl", [{"doc_id": d, "gt_parse": {"t": "1"}} for d in "abc"])
+    pred = write_jsonl(tmp_path / "p.jsonl", [{"doc_id": d, "prediction": {"t": "1"}} for d in "bcxy"])
+    model = evaluate(gt, pred).models["p"]
+    scored = set(model.documents["doc_id"])
+    assert scored == {"a", "b", "c"}
+    assert model.missing_documents == ("a",) and model.unknown_documents == ("x", "y")
+    assert scored | set(model.unknown_documents) == {"a", "b", "c", "x", "y"}  # all input documents
+    assert any("1 GT document(s) absent" in w and "a" in w for w in model.warnings)
+    assert any("2 predicted document(s) not in the ground truth" in w and "x, y" in w
+               for w in model.warnings)
