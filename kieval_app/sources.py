@@ -124,6 +124,7 @@ class AppOptions:
     key: str | None = None
     aliases: tuple[tuple[str, str], ...] = ()
     ignore_keys: tuple[str, ...] = ()
+    related_fields: tuple[str, ...] = ()
     casefold: bool = False
     number_punctuation: bool = False
     families: tuple[str, ...] = ("kieval",)
@@ -135,7 +136,8 @@ class AppOptions:
         """Load options of the ground truth (``role="gt"``) or of a prediction file."""
         fmt = self.gt_format if role == "gt" else self.pred_format
         return LoadOptions(
-            format=fmt, key=self.key or None, aliases=self.aliases, ignore_keys=self.ignore_keys
+            format=fmt, key=self.key or None, aliases=self.aliases, ignore_keys=self.ignore_keys,
+            related_fields=self.related_fields,
         )
 
     @property

@@ -63,6 +63,7 @@ _OPTION_DEFAULTS = {
     "opt_key": "",
     "opt_aliases": "",
     "opt_ignore": "",
+    "opt_related": "",
     "opt_casefold": False,
     "opt_numbers": False,
     OPT_TARGET: 0.95,
@@ -180,6 +181,13 @@ def render_options() -> AppOptions:
             persist_state="session",
             help="Top-level record keys that are metadata, not fields (comma-separated)",
         )
+        st.text_input(
+            "Related fields (format lists)",
+            key="opt_related",
+            placeholder="date, description, amount",
+            persist_state="session",
+            help="Fields holding |-separated parallel lists; their i-th values form row i",
+        )
     with st.sidebar.expander("Scoring", expanded=False):
         st.checkbox("Ignore case", key="opt_casefold", persist_state="session")
         st.checkbox(
@@ -241,6 +249,7 @@ def render_options() -> AppOptions:
         key=st.session_state["opt_key"].strip() or None,
         aliases=aliases,
         ignore_keys=parse_keys(st.session_state["opt_ignore"]),
+        related_fields=parse_keys(st.session_state["opt_related"]),
         casefold=st.session_state["opt_casefold"],
         number_punctuation=st.session_state["opt_numbers"],
         families=tuple(chosen) or ("kieval",),

@@ -49,6 +49,10 @@ def _parser() -> argparse.ArgumentParser:
                     type=lambda t: _pair(t, "--alias"), help="rename a key while reading JSON")
     ev.add_argument("--ignore-key", action="append", default=[], metavar="KEY",
                     help="top-level record key that is metadata, not an entity (e.g. split)")
+    ev.add_argument("--related-fields", default="", metavar="A,B,C",
+                    help="format lists: the parallel fields whose i-th values form row i")
+    ev.add_argument("--list-sep", default="|", metavar="SEP",
+                    help="format lists: the separator inside list fields (default |)")
     ev.add_argument("--max-file-size", type=float, default=1024, metavar="MB",
                     help="refuse inputs larger than this many MiB (default 1024)")
     ev.add_argument("--normalize", default="default", metavar="OPTS",
@@ -132,8 +136,10 @@ def _check_bars(result, bars: list[tuple[str, str]]) -> list[str]:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
+    related = tuple(f.strip() for f in args.related_fields.split(",") if f.strip())
     options = LoadOptions(format=args.format, key=args.key, aliases=tuple(args.alias),
-                          ignore_keys=tuple(args.ignore_key), max_bytes=int(args.max_file_size * 2**20))
+                          ignore_keys=tuple(args.ignore_key), max_bytes=int(args.max_file_size * 2**20),
+                          related_fields=related, list_separator=args.list_sep)
     predictions: dict[str, str] = {}
     for item in args.pred:
         name, sep, path = item.partition("=")

@@ -250,3 +250,28 @@ def test_no_document_in_common(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "pred.jsonl: no document in common" in err
     assert "predicted ids such as b;" in err and "ground-truth ids such as a)" in err
+
+
+def test_parallel_lists_format(tmp_path, capsys):
+    """SPEC 6.4 and the list worked example: three transactions, two false positives."""
+    gt = tmp_path / "gt.jsonl"
+    gt.write_text(json.dumps({"doc_id": "s1", "account": "123", "description": "EFTPOS|ATM|Purchase",
+                              "amount": "$50|$100|$75"}) + "\n")
+    pred = tmp_path / "pred.jsonl"
+    pred.write_text(json.dumps({"doc_id": "s1", "account": "123",
+                                "description": "EFTPOS|ATM|Purchase|Fee|Fee",
+                                "amount": "$50|$100|$75|$1|$2"}) + "\n")
+    options = LoadOptions(format="lists", related_fields=("description", "amount"))
+    ds = load(gt, options)
+    assert _rows(ds) == [("s1", "", -1, "account", "123"),
+                         ("s1", "row", 0, "amount", "$50"), ("s1", "row", 0, "description", "EFTPOS"),
+                         ("s1", "row", 1, "amount", "$100"), ("s1", "row", 1, "description", "ATM"),
+                         ("s1", "row", 2, "amount", "$75"), ("s1", "row", 2, "description", "Purchase")]
+    out = tmp_path / "r.json"
+    assert main(["evaluate", "--gt", str(gt), "--pred", str(pred), "--format", "lists",
+                 "--related-fields", "description,amount", "--metrics", "lists", "--json", str(out)]) == 0
+    lists = json.loads(out.read_text())["models"]["pred"]["lists"]
+    assert lists["items"]["precision"] == pytest.approx(6 / 10)  # two extra rows, 2 fields each
+    assert lists["items"]["recall"] == 1.0 and lists["items"]["f1"] == pytest.approx(0.75)
+    assert main(["evaluate", "--gt", str(gt), "--pred", str(pred), "--format", "lists"]) == 2
+    assert "related fields" in capsys.readouterr().err

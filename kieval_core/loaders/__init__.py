@@ -21,13 +21,14 @@ import pyarrow.parquet as pq
 from ..errors import KievalInputError
 from ..model import ENTITY_COLUMNS, Dataset
 from ..peer.iob2 import parse_iob2_document, parse_iob2_documents
+from ..peer.lists import parse_parallel_lists, split_parallel_lists
 from .cord import cord_entities, valid_lines_of
 from .kieval_csv import kieval_csv_entities
 from .nested import doc_id_of, flatten_document, parse_json, recover_json, structure_of
 from .table import group_indices, read_delimited, table_to_entities
 
 #: Format names accepted by ``--format`` and the app's override.
-FORMATS = ("auto", "json", "jsonl", "json-dir", "table", "cord", "kieval-csv", "iob2")
+FORMATS = ("auto", "json", "jsonl", "json-dir", "table", "cord", "kieval-csv", "iob2", "lists")
 _TABLE_SUFFIXES = {".csv": ",", ".tsv": "\t", ".tab": "\t"}
 _IOB2_SUFFIXES = (".bio", ".bioes", ".iob", ".iob2")
 #: Default size limit of one input (a file, a directory, or a zip once uncompressed).
@@ -55,6 +56,9 @@ class LoadOptions:
     max_bytes : int
         Largest file (or directory, or uncompressed zip) read; larger inputs are refused
         with a message before anything is read.
+    related_fields, list_separator
+        Format ``lists`` (SPEC 6.4): fields holding ``list_separator``-separated lists
+        whose i-th values form row i (group i of type ``row``).
     """
 
     format: str = "auto"
@@ -62,10 +66,15 @@ class LoadOptions:
     aliases: tuple[tuple[str, str], ...] = ()
     ignore_keys: tuple[str, ...] = ()
     max_bytes: int = MAX_BYTES
+    related_fields: tuple[str, ...] = ()
+    list_separator: str = "|"
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
             msg = f"unknown format {self.format!r}; choose one of {', '.join(FORMATS)}"
+            raise ValueError(msg)
+        if self.format == "lists" and not self.related_fields:
+            msg = "format lists needs the related fields (--related-fields a,b,c)"
             raise ValueError(msg)
 
     def check_size(self, size: int, source: str) -> None:
@@ -118,7 +127,7 @@ def load_bytes(data: bytes, source: str, options: LoadOptions = LoadOptions(),
                           source, name)
     if fmt == "json":
         return _load_json_file(text, source, name, options)
-    return _load_jsonl(text, source, name, options, cord=fmt == "cord")
+    return _load_jsonl(text, source, name, options, cord=fmt == "cord", lists=fmt == "lists")
 
 
 def decode_text(data: bytes, source: str) -> str:
@@ -233,11 +242,34 @@ def _add_nested(builder: _Builder, doc_id: str, where: str, structure: Any, conf
     builder.add(doc_id, where, rows, plain)
 
 
-def _load_jsonl(text: str, source: str, name: str, options: LoadOptions, *, cord: bool) -> Dataset:
+def _list_rows(structure: Any, options: LoadOptions, source: str, where: str) -> list[tuple]:
+    """Parallel lists (SPEC 6.4): row i of the related fields is group i of type ``row``;
+    every other field is non-group, one entity per list item."""
+    if not isinstance(structure, dict):
+        raise KievalInputError(source, where, "expected an object of fields")
+    sep = options.list_separator
+    try:
+        rows = [("row", str(i), field, value)
+                for i, row in enumerate(parse_parallel_lists(structure, options.related_fields, sep))
+                for field, value in row.items()]
+        others = [k for k in structure if k not in options.related_fields]
+        for field, items in split_parallel_lists(structure, others, sep).items():
+            rows += [("", "", field, item) for item in items if item is not None]
+    except ValueError as exc:
+        raise KievalInputError(source, where, str(exc)) from None
+    return rows
+
+
+def _load_jsonl(text: str, source: str, name: str, options: LoadOptions, *, cord: bool,
+                lists: bool = False) -> Dataset:
     builder = _Builder(source, name)
     for where, record in _jsonl_records(text, source):
         doc_id = doc_id_of(record, source, where)
-        if cord:
+        if lists:
+            structure, _ = structure_of(record, source=source, where=where, key=options.key,
+                                        ignore_keys=options.ignore_keys)
+            builder.add(doc_id, where, _list_rows(structure, options, source, where))
+        elif cord:
             lines = valid_lines_of(record)
             if lines is None:
                 raise KievalInputError(source, where, "the record has no valid_line list")

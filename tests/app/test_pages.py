@@ -392,3 +392,17 @@ def test_predictions_with_no_document_in_common():
     message = unescape(at.error[0].value)
     assert "other.jsonl" in message and "no document in common" in message, message
     assert metric_values(at) == cards
+
+
+def test_parallel_list_upload_with_related_fields():
+    at = started()
+    at.sidebar.selectbox(key="opt_pred_format").select("lists").run()
+    at.sidebar.selectbox(key="opt_gt_format").select("lists").run()
+    at.sidebar.text_input(key="opt_related").input("description, amount").run()
+    gt = b'{"doc_id": "s1", "description": "EFTPOS|ATM|Purchase", "amount": "$50|$100|$75"}\n'
+    pred = b'{"doc_id": "s1", "description": "ATM|EFTPOS|Purchase", "amount": "$50|$100|$75"}\n'
+    upload(at, "upload_gt", ("statements.jsonl", gt))
+    upload(at, "upload_pred", ("model.jsonl", pred))
+    assert not at.error, [e.value for e in at.error]
+    model = workspace(at).result.models["model"]
+    assert model.group.tp == 1 and model.entity.tp == 4
