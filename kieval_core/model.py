@@ -19,11 +19,10 @@ Row order is the reading order of the file; it only matters for display.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 ENTITY_COLUMNS = ("doc_id", "group_type", "group", "entity_type", "value", "confidence")
@@ -65,28 +64,3 @@ class Dataset:
     @property
     def has_confidence(self) -> bool:
         return bool(self.entities["confidence"].notna().any())
-
-
-def entity_frame(
-    doc_id: Iterable[str],
-    group_type: Iterable[str],
-    group: Iterable[int],
-    entity_type: Iterable[str],
-    value: Iterable[str],
-    confidence: Iterable[float],
-) -> pd.DataFrame:
-    """Assemble the entity table from parallel columns, with the canonical dtypes."""
-    return pd.DataFrame(
-        {
-            "doc_id": pd.Series(list(doc_id), dtype=object),
-            "group_type": pd.Series(list(group_type), dtype=object),
-            "group": pd.Series(list(group), dtype=np.int64),
-            "entity_type": pd.Series(list(entity_type), dtype=object),
-            "value": pd.Series(list(value), dtype=object),
-            "confidence": pd.Series(list(confidence), dtype=np.float64),
-        }
-    )
-
-
-def empty_entity_frame() -> pd.DataFrame:
-    return entity_frame([], [], [], [], [], [])

@@ -308,19 +308,14 @@ def _load_json_file(text: str, source: str, name: str, options: LoadOptions) -> 
                 msg = (f"expected an object mapping doc_id to a document structure, but {doc_id!r} "
                        f"holds a {type(structure).__name__}")
                 raise KievalInputError(source, None, msg)
-            structure, confidences = _file_structure(structure, source, where, options)
+            structure, confidences = structure_of(structure, source=source, where=where, key=options.key,
+                                                   ignore_keys=options.ignore_keys)
             _add_nested(builder, str(doc_id), where, structure, confidences, options)
     else:
         raise KievalInputError(source, None, "expected a JSON object or a list of records")
     if not builder.where:
         raise KievalInputError(source, None, "the file has no documents")
     return builder.build()
-
-
-def _file_structure(content: dict, source: str, where: str, options: LoadOptions) -> tuple[Any, Any]:
-    """A per-document object: the structure itself, or a record holding it under a key."""
-    return structure_of(content, source=source, where=where, key=options.key,
-                        ignore_keys=options.ignore_keys)
 
 
 def _zip_members(data: bytes, source: str, options: LoadOptions) -> dict[str, bytes]:
@@ -383,7 +378,8 @@ def _load_files(files: Mapping[str, bytes], source: str, name: str, options: Loa
                 builder.warnings.append(f"document {doc_id!r} ({file_name}): JSON recovered from {how}")
             if not isinstance(content, dict):
                 raise KievalInputError(file_source, None, "expected a JSON object")
-            structure, confidences = _file_structure(content, file_source, file_name, options)
+            structure, confidences = structure_of(content, source=file_source, where=file_name,
+                                                   key=options.key, ignore_keys=options.ignore_keys)
             _add_nested(builder, doc_id, file_name, structure, confidences, options)
     return builder.build()
 
