@@ -21,7 +21,7 @@ from .evaluate import evaluate
 from .loaders import FORMATS, LoadOptions
 from .normalize import Normalizer
 from .peer_families import PeerOptions
-from .registry import FAMILIES, METRICS
+from .registry import FAMILIES, METRICS, Metric
 from .report import report_json
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_FAIL_UNDER = 0, 1, 2, 3
@@ -114,24 +114,30 @@ def _format_summary(frame: pd.DataFrame) -> str:
     return shown.map(_cell).to_string()
 
 
-def _check_bars(result, bars: list[tuple[str, str]]) -> list[str]:
+def _parse_bars(bars: list[tuple[str, str]]) -> list[tuple[Metric, float]]:
+    """Validate ``--fail-under`` before any work is done."""
     by_key = {m.key: m for m in METRICS}
-    failures = []
+    parsed = []
     for key, raw in bars:
         if key not in by_key:
             msg = f"--fail-under: unknown metric {key!r}; known: {', '.join(by_key)}"
             raise ValueError(msg)
         try:
-            bar = float(raw)
+            parsed.append((by_key[key], float(raw)))
         except ValueError:
             msg = f"--fail-under: {raw!r} is not a number"
             raise ValueError(msg) from None
-        metric = by_key[key]
+    return parsed
+
+
+def _failures(result, bars: list[tuple[Metric, float]]) -> list[str]:
+    failures = []
+    for metric, bar in bars:
         for name, model in result.models.items():
             value = metric.get(model)
             if value is None or value < bar:
                 shown = "n/a" if value is None else f"{value:.4f}"
-                failures.append(f"{name}: {key} = {shown} < {bar}")
+                failures.append(f"{name}: {metric.key} = {shown} < {bar}")
     return failures
 
 
@@ -140,6 +146,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     options = LoadOptions(format=args.format, key=args.key, aliases=tuple(args.alias),
                           ignore_keys=tuple(args.ignore_key), max_bytes=int(args.max_file_size * 2**20),
                           related_fields=related, list_separator=args.list_sep)
+    bars = _parse_bars(args.fail_under)
     predictions: dict[str, str] = {}
     for item in args.pred:
         name, sep, path = item.partition("=")
@@ -150,28 +157,25 @@ def _evaluate(args: argparse.Namespace) -> int:
             raise ValueError(msg)
         predictions[name] = path
     progress = _Progress()
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught:  # undefined scores, shown once below
         warnings.simplefilter("always", UndefinedMetricWarning)
-        return _run(args, options, predictions, progress, caught)
-
-
-def _run(args, options, predictions, progress, caught) -> int:
-    result = evaluate(args.gt, predictions, normalizer=Normalizer.from_names(args.normalize),
-                      metrics=args.metrics, target_accuracy=args.target_accuracy,
-                      load_options=options, progress=progress,
-                      peer_options=PeerOptions(args.cer_threshold, args.peer_structure))
-    progress.close()
-    print(_format_summary(result.summary()))
+        result = evaluate(args.gt, predictions, normalizer=Normalizer.from_names(args.normalize),
+                          metrics=args.metrics, target_accuracy=args.target_accuracy,
+                          load_options=options, progress=progress,
+                          peer_options=PeerOptions(args.cer_threshold, args.peer_structure))
+        progress.close()
+        print(_format_summary(result.summary()))
+        report = report_json(result) if args.json else None
+        failures = _failures(result, bars)
     undefined = [str(w.message) for w in caught if issubclass(w.category, UndefinedMetricWarning)]
     for warning in [*result.warnings, *dict.fromkeys(undefined)]:
         print(f"warning: {warning}", file=sys.stderr)
-    if args.json:
-        args.json.write_text(report_json(result), encoding="utf-8")
+    if report is not None:
+        args.json.write_text(report, encoding="utf-8")
     if args.errors_csv:
         frames = [m.errors.assign(model=name) for name, m in result.models.items()]
         errors = pd.concat(frames, ignore_index=True)
         errors[["model", *errors.columns[:-1]]].to_csv(args.errors_csv, index=False)
-    failures = _check_bars(result, args.fail_under)
     for failure in failures:
         print(f"fail-under: {failure}", file=sys.stderr)
     return EXIT_FAIL_UNDER if failures else EXIT_OK

@@ -59,3 +59,12 @@ def test_json_predictions_match_csv(shared_data, pred_dir):
     js = load(folder / pred_dir).entities
     assert len(js) == len(csv) == 1346
     assert sorted(js["entity_type"].unique()) == sorted(csv["entity_type"].unique())
+
+
+def test_bad_fail_under_is_refused_before_scoring(tmp_path, capsys):
+    from kieval_core.cli import main
+
+    missing = tmp_path / "never-read.jsonl"  # the bar is checked before any file is read
+    assert main(["evaluate", "--gt", str(missing), "--pred", str(missing),
+                 "--fail-under", "kieval.bogus=0.5"]) == 2
+    assert "unknown metric 'kieval.bogus'" in capsys.readouterr().err
