@@ -163,13 +163,16 @@ def _browser(p):
 
 
 def _upload(page, app_url, gt, preds) -> None:
+    """Open the app; upload a ground truth (None keeps the sample's) and predictions."""
     page.set_default_timeout(TIMEOUT_MS)
     page.goto(app_url)
     page.get_by_role("heading", name="KIEval Workbench").wait_for()
     _idle(page)
     uploaders = page.get_by_test_id("stFileUploader")
-    uploaders.nth(0).locator("input[type=file]").set_input_files(str(gt))
-    page.get_by_text("Ground truth loaded.").wait_for()
+    if gt is not None:
+        uploaders.nth(0).locator("input[type=file]").set_input_files(str(gt))
+        page.get_by_text("Ground truth loaded.").wait_for()
+        _idle(page)
     uploaders.nth(1).locator("input[type=file]").set_input_files([str(p) for p in preds])
     page.get_by_test_id("stMetricLabel").get_by_text("KIEval_Aligned", exact=True).wait_for()
     _idle(page)
@@ -227,8 +230,9 @@ def test_two_sessions_never_see_each_other(app_url):
         browser = _browser(p)
         first = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
         second = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-        _upload(first, app_url, gt, [strong])
-        _upload(second, app_url, gt, [weak])
+        # the sample ground truth stays; each session replaces the sample's predictions
+        _upload(first, app_url, None, [strong])
+        _upload(second, app_url, None, [weak])
         for page in (first, second):  # each works on, after the other uploaded
             _open(page, "Automation")
             _overview(page)
