@@ -2,24 +2,34 @@
 
 __version__ = "0.1.0"
 
-from .errors import KievalInputError, UndefinedMetricWarning
-from .evaluate import EvaluationResult, ModelResult, evaluate
+from .decisions import DecisionOptions
+from .errors import KievalInputError, KievalOptionError, UndefinedMetricWarning
+from .evaluate import evaluate
 from .loaders import FORMATS, LoadOptions, load, load_bytes
 from .model import Dataset
 from .normalize import Normalizer
 from .peer_families import PeerOptions
+from .report import build_report, render_report, report_json
+from .results import EvaluationResult, ModelResult
+from .review import Costs
 
 __all__ = [
     "FORMATS",
+    "Costs",
     "Dataset",
+    "DecisionOptions",
     "EvaluationResult",
     "ModelResult",
     "evaluate",
     "KievalInputError",
+    "KievalOptionError",
     "LoadOptions",
     "Normalizer",
     "PeerOptions",
     "UndefinedMetricWarning",
+    "build_report",
+    "render_report",
     "load",
     "load_bytes",
+    "report_json",
 ]

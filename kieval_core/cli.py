@@ -1,31 +1,34 @@
-"""The ``kieval`` command line: batch evaluation for scripts and CI gates (SPEC 7).
+"""The kieval command line: batch evaluation for scripts and CI gates.
 
-Exit codes: 0 success, 1 internal error, 2 bad input or options, 3 a ``--fail-under`` bar
-was missed.
+Exit codes: 0 success, 1 internal error, 2 bad input or options, 3 a gate was missed.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import subprocess
+import re
 import sys
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from .errors import KievalInputError, UndefinedMetricWarning
-from .evaluate import evaluate
+from .decisions import DecisionOptions
+from .errors import KievalInputError, KievalOptionError, UndefinedMetricWarning
+from .evaluate import ENGINES, evaluate
 from .loaders import FORMATS, LoadOptions
 from .normalize import Normalizer
-from .peer_families import PeerOptions
+from .peer_families import STRUCTURES, PeerOptions
 from .registry import FAMILIES, METRICS, Metric
-from .report import report_json
+from .report import DECISION_ROWS, WHOLE_ROWS, render_report, summary_frame, value_at
+from .review import Costs
+from .runs import digest, load_run, save_run
+from .shards import input_name
 
-EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_FAIL_UNDER = 0, 1, 2, 3
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_GATE = 0, 1, 2, 3
 
 
 def _pair(text: str, what: str) -> tuple[str, str]:
@@ -39,41 +42,77 @@ def _pair(text: str, what: str) -> tuple[str, str]:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kieval", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    ev = sub.add_parser("evaluate", help="score prediction files against a ground truth")
-    ev.add_argument("--gt", required=True, help="ground-truth file or directory")
-    ev.add_argument("--pred", required=True, action="append", metavar="[NAME=]PATH",
-                    help="prediction file or directory; repeat for several models")
-    ev.add_argument("--format", default="auto", choices=FORMATS, help="input format (default: auto)")
-    ev.add_argument("--key", help="JSONL key holding each document's structure (default: auto)")
-    ev.add_argument("--alias", action="append", default=[], metavar="OLD=NEW",
-                    type=lambda t: _pair(t, "--alias"), help="rename a key while reading JSON")
-    ev.add_argument("--ignore-key", action="append", default=[], metavar="KEY",
-                    help="top-level record key that is metadata, not an entity (e.g. split)")
-    ev.add_argument("--related-fields", default="", metavar="A,B,C",
-                    help="format lists: the parallel fields whose i-th values form row i")
-    ev.add_argument("--list-sep", default="|", metavar="SEP",
-                    help="format lists: the separator inside list fields (default |)")
-    ev.add_argument("--max-file-size", type=float, default=1024, metavar="MB",
-                    help="refuse inputs larger than this many MiB (default 1024)")
-    ev.add_argument("--normalize", default="default", metavar="OPTS",
-                    help="value normaliser: default, or casefold and/or numbers (comma-separated)")
-    ev.add_argument("--metrics", default="kieval", metavar="FAMILIES",
-                    help=f"metric families: {', '.join(FAMILIES)} or all (default: kieval)")
-    ev.add_argument("--cer-threshold", type=float, default=0.30, metavar="T",
-                    help="OINerval's CER threshold in [0, 1] (default 0.30)")
-    ev.add_argument("--peer-structure", default="canonical", choices=("canonical", "uploaded"),
-                    help="what ANLS* and nTED score: re-nested entities (default) or the files' JSON")
-    ev.add_argument("--target-accuracy", type=float, default=0.95, metavar="A",
-                    help="accuracy after review for the recommended threshold (default 0.95)")
-    ev.add_argument("--json", type=Path, metavar="OUT", help="write the JSON report here")
-    ev.add_argument("--errors-csv", type=Path, metavar="OUT", help="write every error here")
-    ev.add_argument("--fail-under", action="append", default=[], metavar="METRIC=VALUE",
-                    type=lambda t: _pair(t, "--fail-under"),
-                    help="exit 3 when METRIC (a report key such as kieval.aligned) is below VALUE")
-    dash = sub.add_parser("dashboard", help="start the Streamlit dashboard")
-    dash.add_argument("--port", type=int, default=8501)
-    dash.add_argument("streamlit_args", nargs=argparse.REMAINDER,
-                      help="further options passed to 'streamlit run'")
+    ev = sub.add_parser("evaluate", help="score prediction files against a ground truth",
+                        description="Score prediction files against a ground truth; print a summary, "
+                                    "write the JSON report and the error list, and check CI gates.")
+    read = ev.add_argument_group("reading files")
+    read.add_argument("--gt", required=True, help="ground-truth file or directory")
+    read.add_argument("--pred", required=True, action="append", metavar="[NAME=]PATH",
+                      help="prediction file or directory; repeat for several models")
+    read.add_argument("--format", default="auto", choices=FORMATS, help="input format (default: auto)")
+    read.add_argument("--key", help="key holding each record's structure (default: auto)")
+    read.add_argument("--alias", action="append", default=[], metavar="OLD=NEW",
+                      type=lambda t: _pair(t, "--alias"), help="rename a key while reading JSON")
+    read.add_argument("--meta", action="append", default=[], metavar="KEY",
+                      help="record-level metadata key (split, vendor, ...): kept per document, never "
+                           "scored; automation figures are also given per value")
+    read.add_argument("--related-fields", default="", metavar="A,B,C",
+                      help="format lists: the parallel fields whose i-th values form row i")
+    read.add_argument("--list-sep", default="|", metavar="SEP",
+                      help="format lists: the separator inside list fields (default |)")
+    read.add_argument("--max-file-size", type=float, default=1024, metavar="MB",
+                      help="refuse inputs larger than this many MiB (default 1024; with --engine dask, "
+                           "each shard)")
+    score = ev.add_argument_group("scoring")
+    score.add_argument("--normalize", default="default", metavar="OPTS",
+                       help="value normaliser: default, or casefold and/or numbers (comma-separated)")
+    score.add_argument("--metrics", default="kieval", metavar="FAMILIES",
+                       help=f"metric families: {', '.join(FAMILIES)} or all (default: kieval)")
+    score.add_argument("--cer-threshold", type=float, default=0.30, metavar="T",
+                       help="OINerval's CER threshold in [0, 1] (default 0.30)")
+    score.add_argument("--peer-structure", default="uploaded", choices=STRUCTURES,
+                       help="what ANLS* and nTED score: the files' own JSON (default) or both sides' "
+                            "entities re-nested (reported as anls_star_renested, nted_renested)")
+    run = ev.add_argument_group("where to run")
+    run.add_argument("--engine", default="local", choices=ENGINES,
+                     help="local: this process (default); dask: partition by partition on a Dask "
+                          "cluster, same figures; inputs are files or directories/globs of shards "
+                          "(kieval metrics only)")
+    run.add_argument("--scheduler", metavar="ADDRESS",
+                     help="with --engine dask: a running Dask scheduler (tcp://host:8786); default: a "
+                          "LocalCluster on this machine's cores")
+    decide = ev.add_argument_group("threshold decisions")
+    decide.add_argument("--target-accuracy", type=float, default=0.95, metavar="A",
+                        help="accuracy after review for the recommended threshold (default 0.95)")
+    decide.add_argument("--document-target", type=float, metavar="A",
+                        help="share of documents right after review, for the document-level "
+                             "recommendation (default: the target accuracy)")
+    decide.add_argument("--cost", action="append", default=[], metavar="NAME=VALUE",
+                        type=lambda t: _pair(t, "--cost"),
+                        help="review=1, document=0, substitution=10, addition=10, deletion=10 "
+                             "(escaped=V sets all three error kinds); defaults as shown")
+    decide.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+                        help="bootstrap resamples for intervals (default 1000; 0 turns them off)")
+    decide.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and holdout split")
+    out = ev.add_argument_group("outputs and gates")
+    out.add_argument("--json", type=Path, metavar="OUT", help="write the JSON report here")
+    out.add_argument("--errors-csv", type=Path, metavar="OUT", help="write every error here")
+    out.add_argument("--save-run", type=Path, metavar="DIR",
+                     help="save the run (figures, errors, matchings, curves; Parquet and a manifest) for "
+                          "'kieval dashboard DIR'")
+    out.add_argument("--gate", action="append", default=[], metavar="'KEY>=V'",
+                     help="exit 3 unless KEY (e.g. kieval.aligned>=0.8, oi.oiecer<=0.2) holds for "
+                          "every model; the operator must follow the metric's direction")
+    out.add_argument("--fail-under", action="append", default=[], metavar="KEY=V",
+                     type=lambda t: _pair(t, "--fail-under"),
+                     help="same as --gate 'KEY>=V' (for metrics where higher is better)")
+    dash = sub.add_parser("dashboard", help="start the Streamlit dashboard",
+                          description="Start the dashboard. Options after -- (or any --server.* "
+                                      "option) are passed to Streamlit's server.")
+    dash.add_argument("run", nargs="?", type=Path, help="a saved run to open (from --save-run DIR)")
+    dash.add_argument("--port", type=int, default=8501, help="port (default 8501)")
+    dash.add_argument("--host", default="localhost",
+                      help="address to listen on (default localhost: this machine only; 0.0.0.0 for all)")
     sub.add_parser("metrics", help="list every metric with its definition")
     return parser
 
@@ -100,91 +139,165 @@ class _Progress:
             sys.stderr.write("\n")
 
 
-def _cell(value) -> str:
+def _cell(value, whole: bool = False) -> str:
     if value is None or (isinstance(value, float) and value != value):
         return "n/a"
-    if isinstance(value, float):
+    if isinstance(value, float) and not whole:
         return f"{value:.4f}"
-    return str(value)
+    return f"{value:,.0f}" if isinstance(value, (int, float)) else str(value)
 
 
 def _format_summary(frame: pd.DataFrame) -> str:
-    """Metrics as rows, models as columns; integers stay integers."""
+    """Metrics as rows, models as columns; counts with thousands separators, fractions
+    and thresholds with four decimals."""
     shown = frame.set_index("model").astype(object).T
-    return shown.map(_cell).to_string()
+    text = shown.apply(lambda row: row.map(lambda v: _cell(v, row.name in WHOLE_ROWS)), axis=1)
+    return text.to_string()
 
 
-def _parse_bars(bars: list[tuple[str, str]]) -> list[tuple[Metric, float]]:
-    """Validate ``--fail-under`` before any work is done."""
-    by_key = {m.key: m for m in METRICS}
+# --- gates ---------------------------------------------------------------------------------
+
+_GATE = re.compile(r"^\s*([\w.]+)\s*(>=|<=)\s*(\S+)\s*$")
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A CI bar: ``key operator bar`` for every model."""
+
+    key: str
+    operator: str
+    bar: float
+
+    def holds(self, value) -> bool:
+        if value is None:
+            return False
+        return value >= self.bar if self.operator == ">=" else value <= self.bar
+
+    def __str__(self) -> str:
+        return f"{self.key} {self.operator} {self.bar:g}"
+
+
+def parse_gates(gates: list[str], fail_under: list[tuple[str, str]]) -> list[Gate]:
+    """Validate gates before any work is done: known keys, numbers, and for registry
+    metrics the operator of the metric's direction."""
+    registry = {m.key: m for m in METRICS}
+    decision_keys = set(DECISION_ROWS.values())
     parsed = []
-    for key, raw in bars:
-        if key not in by_key:
-            msg = f"--fail-under: unknown metric {key!r}; known: {', '.join(by_key)}"
-            raise ValueError(msg)
+    texts = [(g, None) for g in gates] + [(f"{k}>={v}", f"--fail-under {k}={v}") for k, v in fail_under]
+    for text, shown in texts:
+        shown = shown or f"--gate {text!r}"
+        match = _GATE.match(text)
+        if match is None:
+            msg = f"{shown}: write it as KEY>=VALUE or KEY<=VALUE"
+            raise KievalOptionError(msg)
+        key, operator, raw = match.groups()
         try:
-            parsed.append((by_key[key], float(raw)))
+            bar = float(raw)
         except ValueError:
-            msg = f"--fail-under: {raw!r} is not a number"
-            raise ValueError(msg) from None
+            msg = f"{shown}: {raw!r} is not a number"
+            raise KievalOptionError(msg) from None
+        metric: Metric | None = registry.get(key)
+        if metric is None and key not in decision_keys:
+            known = ", ".join([*registry, *sorted(decision_keys)])
+            msg = f"{shown}: unknown key {key!r}; known: {known}"
+            raise KievalOptionError(msg)
+        if metric is not None and operator != metric.operator:
+            msg = (f"{shown}: {key} is {metric.direction}, so its gate is "
+                   f"--gate '{key}{metric.operator}{raw}'")
+            raise KievalOptionError(msg)
+        parsed.append(Gate(key, operator, bar))
     return parsed
 
 
-def _failures(result, bars: list[tuple[Metric, float]]) -> list[str]:
+def _failures(report: dict, gates: list[Gate]) -> list[str]:
     failures = []
-    for metric, bar in bars:
-        for name, model in result.models.items():
-            value = metric.get(model)
-            if value is None or value < bar:
+    for gate in gates:
+        for name, figures in report["models"].items():
+            value = value_at(figures, gate.key)
+            if not gate.holds(value):
                 shown = "n/a" if value is None else f"{value:.4f}"
-                failures.append(f"{name}: {metric.key} = {shown} < {bar}")
+                failures.append(f"{name}: {gate.key} = {shown}, gate {gate}")
     return failures
+
+
+# --- commands ------------------------------------------------------------------------------
+
+
+def _predictions(items: list[str]) -> dict[str, str]:
+    predictions: dict[str, str] = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or os.path.exists(item):
+            name, path = input_name(item), item
+        if name in predictions:
+            msg = f"two prediction sets are named {name!r}; name them with NAME=PATH"
+            raise KievalOptionError(msg)
+        predictions[name] = path
+    return predictions
 
 
 def _evaluate(args: argparse.Namespace) -> int:
     related = tuple(f.strip() for f in args.related_fields.split(",") if f.strip())
     options = LoadOptions(format=args.format, key=args.key, aliases=tuple(args.alias),
-                          ignore_keys=tuple(args.ignore_key), max_bytes=int(args.max_file_size * 2**20),
+                          meta=tuple(dict.fromkeys(args.meta)), max_bytes=int(args.max_file_size * 2**20),
                           related_fields=related, list_separator=args.list_sep)
-    bars = _parse_bars(args.fail_under)
-    predictions: dict[str, str] = {}
-    for item in args.pred:
-        name, sep, path = item.partition("=")
-        if not sep or os.path.exists(item):
-            name, path = Path(item).stem if not Path(item).is_dir() else Path(item).name, item
-        if name in predictions:
-            msg = f"two prediction sets are named {name!r}; name them with NAME=PATH"
-            raise ValueError(msg)
-        predictions[name] = path
+    gates = parse_gates(args.gate, args.fail_under)
+    decisions = DecisionOptions(target=args.target_accuracy, document_target=args.document_target,
+                                costs=Costs.from_pairs(args.cost), resamples=args.bootstrap, seed=args.seed,
+                                slices=options.meta)
+    normalizer = Normalizer.from_names(args.normalize)
+    peer = PeerOptions(args.cer_threshold, args.peer_structure)
+    engine = {}
+    if args.engine == "dask":  # the workers write the detail and return the errors, if asked
+        engine = {"engine": "dask", "scheduler": args.scheduler, "run_dir": args.save_run,
+                  "errors": args.errors_csv is not None}
+    elif args.scheduler is not None:
+        raise KievalOptionError("--scheduler needs --engine dask")
     progress = _Progress()
     with warnings.catch_warnings(record=True) as caught:  # undefined scores, shown once below
         warnings.simplefilter("always", UndefinedMetricWarning)
-        result = evaluate(args.gt, predictions, normalizer=Normalizer.from_names(args.normalize),
-                          metrics=args.metrics, target_accuracy=args.target_accuracy,
-                          load_options=options, progress=progress,
-                          peer_options=PeerOptions(args.cer_threshold, args.peer_structure))
+        result = evaluate(args.gt, _predictions(args.pred), normalizer=normalizer, metrics=args.metrics,
+                          load_options=options, progress=progress, peer_options=peer, **engine)
+        report = render_report(result, decisions)
         progress.close()
-        print(_format_summary(result.summary()))
-        report = report_json(result) if args.json else None
-        failures = _failures(result, bars)
+        summary = _format_summary(summary_frame(result, report.figures))
     undefined = [str(w.message) for w in caught if issubclass(w.category, UndefinedMetricWarning)]
-    for warning in [*result.warnings, *dict.fromkeys(undefined)]:
+    print(summary)
+    for warning in [*result.all_warnings, *dict.fromkeys(undefined)]:
         print(f"warning: {warning}", file=sys.stderr)
-    if report is not None:
-        args.json.write_text(report, encoding="utf-8")
+    if args.json:
+        args.json.write_text(report.text, encoding="utf-8")
+    if args.save_run:
+        save_run(result, args.save_run, report.text, _inputs(args.gt, args.pred), _options(args))
     if args.errors_csv:
         frames = [m.errors.assign(model=name) for name, m in result.models.items()]
         errors = pd.concat(frames, ignore_index=True)
         errors[["model", *errors.columns[:-1]]].to_csv(args.errors_csv, index=False)
+    failures = _failures(report.figures, gates)
     for failure in failures:
-        print(f"fail-under: {failure}", file=sys.stderr)
-    return EXIT_FAIL_UNDER if failures else EXIT_OK
+        print(f"gate failed: {failure}", file=sys.stderr)
+    return EXIT_GATE if failures else EXIT_OK
 
 
-def _dashboard(args: argparse.Namespace) -> int:
-    command = [sys.executable, "-m", "streamlit", "run", str(PROJECT_ROOT / "app.py"),
-               "--server.port", str(args.port), *args.streamlit_args]
-    return subprocess.call(command, cwd=PROJECT_ROOT)  # .streamlit/config.toml is read from the cwd
+def _inputs(gt: str, preds: list[str]) -> dict:
+    """Each input's path and digest, for the manifest of a saved run."""
+    models = {name: {"source": path, "digest": digest(path)} for name, path in _predictions(preds).items()}
+    return {"gt": {"source": gt, "digest": digest(gt)}, "models": models}
+
+
+def _options(args: argparse.Namespace) -> dict:
+    """The reading and scoring options of a run (JSON values, for its manifest)."""
+    keys = ("format", "key", "alias", "meta", "related_fields", "list_sep", "normalize", "metrics",
+            "cer_threshold", "peer_structure", "engine")
+    return {k: getattr(args, k) for k in keys}
+
+
+def _dashboard(args: argparse.Namespace, server_options: list[str]) -> int:
+    from kieval_app.launch import launch  # the app is only needed to start it
+
+    if args.run is not None:
+        load_run(args.run)  # a clear error now rather than in the browser
+    return launch(args.port, args.host, server_options, args.run)
 
 
 def _list_metrics() -> int:
@@ -193,18 +306,55 @@ def _list_metrics() -> int:
     return EXIT_OK
 
 
+_SERVER_OPTION = re.compile(r"^--[a-z]+\.[A-Za-z.]+(=.*)?$")
+
+
+def split_server_options(argv: list[str]) -> tuple[list[str], list[str]]:
+    """Streamlit's own options of ``kieval dashboard`` (everything after ``--``, and any
+    dotted option such as ``--server.maxUploadSize 500``) apart from ours.
+
+    >>> split_server_options(["dashboard", "run", "--server.headless", "true", "--port", "1"])
+    (['dashboard', 'run', '--port', '1'], ['--server.headless', 'true'])
+    """
+    ours, server = [], []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token == "--":
+            server += argv[i + 1:]
+            break
+        if _SERVER_OPTION.match(token):
+            server.append(token)
+            if "=" not in token and i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+                server.append(argv[i + 1])
+                i += 1
+        else:
+            ours.append(token)
+        i += 1
+    return ours, server
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    server_options: list[str] = []
+    if argv[:1] == ["dashboard"]:
+        argv, server_options = split_server_options(argv)
+    args = parser.parse_args(argv)
     try:
         if args.command == "evaluate":
             return _evaluate(args)
         if args.command == "dashboard":
-            return _dashboard(args)
+            return _dashboard(args, server_options)
         return _list_metrics()
-    except KievalInputError as exc:
+    except BrokenPipeError:  # the reader went away (kieval ... | head): stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+    except (KievalInputError, KievalOptionError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
-    except (ValueError, OSError) as exc:
+    except OSError as exc:  # an output path that cannot be written
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     except Exception as exc:  # the last line of defence: no traceback for users

@@ -1,4 +1,8 @@
-"""The one error type for bad input, and the one warning type for undefined scores."""
+"""The error types of bad input and bad options, and the warning type of undefined scores.
+
+The CLI maps both error types to exit code 2 and any other exception to exit code 1
+(an internal error is never disguised as bad input).
+"""
 
 from __future__ import annotations
 
@@ -16,6 +20,15 @@ class KievalInputError(ValueError):
         self.problem = problem
         place = f"{source}, {where}" if where else source
         super().__init__(f"{place}: {problem}")
+
+    def __reduce__(self):
+        """Pickled with its parts, so it crosses process boundaries (a Dask worker's error
+        reaches the client as the same error)."""
+        return type(self), (self.source, self.where, self.problem)
+
+
+class KievalOptionError(ValueError):
+    """An option that cannot be used (unknown name, value out of range, wrong direction)."""
 
 
 class UndefinedMetricWarning(UserWarning):

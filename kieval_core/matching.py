@@ -60,16 +60,20 @@ def match_stack(shared: np.ndarray, substitutable: np.ndarray,
     """
     n_blocks, n_pred, n_gt = shared.shape
     k = min(n_pred, n_gt)
+    # the factors are per block (never per stack), so a block's pairing depends on that
+    # block alone, not on the other blocks of the same shape in the corpus or partition
     tie = tie_break_weights(n_pred, n_gt).astype(np.float64)
-    c = float(k * tie.max() + 1) if k else 1.0
+    c = np.full(n_blocks, float(k * tie.max() + 1) if k else 1.0)
     b = (k + 1.0) * c
-    a = (float(substitutable.max(initial=0)) * k + 1.0) * b
-    if (float(shared.max(initial=0)) * k + 1.0) * a >= _EXACT:
-        tie[:] = 0.0
-        c = 1.0
-        b = k + 1.0
-        a = (float(substitutable.max(initial=0)) * k + 1.0) * b
-    weights = shared * a + substitutable * b + exact * c + tie
+    w_max = substitutable.max(axis=(1, 2), initial=0).astype(np.float64)
+    s_max = shared.max(axis=(1, 2), initial=0).astype(np.float64)
+    a = (w_max * k + 1.0) * b
+    wide = (s_max * k + 1.0) * a >= _EXACT
+    c[wide] = 1.0
+    b[wide] = k + 1.0
+    a[wide] = (w_max[wide] * k + 1.0) * b[wide]
+    weights = (shared * a[:, None, None] + substitutable * b[:, None, None] + exact * c[:, None, None]
+               + np.where(wide[:, None, None], 0.0, tie[None]))
     rows = np.empty((n_blocks, k), np.int64)
     cols = np.empty((n_blocks, k), np.int64)
     for i in range(n_blocks):

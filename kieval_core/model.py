@@ -6,15 +6,17 @@ not in per-entity objects, so a million entities stay cheap:
 ==============  ========  ===================================================
 column          dtype     meaning
 ==============  ========  ===================================================
-``doc_id``      str       document identifier
+``doc_id``      str       document identifier (Unicode NFC)
 ``group_type``  str       ``""`` for the document's non-group pseudo-group
 ``group``       int64     group index within (doc, group_type); -1 = non-group
-``entity_type`` str       dotted key path, e.g. ``menu.nm``
+``entity_type`` str       dotted key path, e.g. ``menu.nm`` (Unicode NFC)
 ``value``       str       raw value as read (numbers keep their JSON text)
 ``confidence``  float64   in [0, 1]; NaN when the file gave none
 ==============  ========  ===================================================
 
-Row order is the reading order of the file; it only matters for display.
+Row order is the reading order of the file; it only matters for display. Metadata
+(``--meta``: split, vendor, document type) is a separate table, one row per document,
+never scored.
 """
 
 from __future__ import annotations
@@ -47,7 +49,15 @@ class Dataset:
         The nested structure per document when the input was nested JSON (peer metrics
         such as ANLS* and nTED score it as uploaded).
     warnings : tuple of str
-        What the loader noticed and did not treat as an error.
+        What the loader noticed that may change a figure (shown as warnings).
+    meta : pandas.DataFrame or None
+        Declared metadata (``LoadOptions.meta``): one row per document that has any,
+        indexed by ``doc_id``, one text column per key.
+    format : str
+        The format the file was read as (after auto-detection).
+    notes : tuple of str
+        How the file was read (structure key found, keys left out of the scores), for the
+        load report.
     """
 
     name: str
@@ -56,11 +66,38 @@ class Dataset:
     doc_ids: tuple[str, ...]
     structures: Mapping[str, Any] | None = None
     warnings: tuple[str, ...] = field(default=())
+    meta: pd.DataFrame | None = None
+    format: str = ""
+    notes: tuple[str, ...] = field(default=())
 
     @property
     def n_entities(self) -> int:
         return len(self.entities)
 
     @property
+    def n_groups(self) -> int:
+        """Groups (non-group pseudo-groups excluded)."""
+        grouped = self.entities.loc[self.entities["group"] >= 0, ["doc_id", "group_type", "group"]]
+        return int(len(grouped.drop_duplicates()))
+
+    @property
     def has_confidence(self) -> bool:
         return bool(self.entities["confidence"].notna().any())
+
+
+@dataclass(frozen=True)
+class DatasetSummary(Dataset):
+    """A dataset whose entities stay where they were scored (the workers of a distributed
+    run): every document and its metadata, how it was read, and the counts of its
+    entities and groups. ``entities`` is empty."""
+
+    entity_count: int = 0
+    group_count: int = 0
+
+    @property
+    def n_entities(self) -> int:
+        return self.entity_count
+
+    @property
+    def n_groups(self) -> int:
+        return self.group_count

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .errors import KievalOptionError
+
 _SPACES = re.compile(r"\s+")
 # Separators inside a number: "45,500" -> "45500", "1 000.00" -> "1000.00" is not wanted,
 # so only ',', '.', ' ' and apostrophes that sit between two digits are dropped, and only
@@ -65,7 +67,7 @@ class Normalizer:
         unknown = chosen - {"casefold", "numbers"}
         if unknown:
             msg = f"unknown normaliser option(s) {sorted(unknown)}; use casefold, numbers"
-            raise ValueError(msg)
+            raise KievalOptionError(msg)
         return cls(casefold="casefold" in chosen, number_punctuation="numbers" in chosen)
 
     @property
@@ -86,15 +88,18 @@ class Normalizer:
             value = _NUMBER_SEPARATOR.sub("", value)
         return value
 
-    def codes(self, values: pd.Series) -> np.ndarray:
-        """Integer codes such that two values share a code iff they compare equal.
+    def sorted_codes(self, values) -> tuple[np.ndarray, np.ndarray]:
+        """Integer codes such that two values share a code iff they compare equal, and the
+        normalised value of each code; code order is the sorted order of the normalised
+        values. Each distinct raw value is normalised once.
 
-        Each distinct raw value is normalised once.
-
-        >>> Normalizer().codes(pd.Series(["a", " a", "b", "a  "])).tolist()
-        [0, 0, 1, 0]
+        >>> codes, normalised = Normalizer().sorted_codes(["b", " a", "a", "b  "])
+        >>> codes.tolist(), normalised.tolist()
+        ([1, 0, 0, 1], ['a', 'b'])
         """
-        raw_codes, uniques = pd.factorize(values, sort=False)
-        normalised = [self(v) for v in uniques]
-        norm_codes, _ = pd.factorize(pd.Series(normalised, dtype=object), sort=False)
-        return norm_codes[raw_codes] if len(raw_codes) else np.zeros(0, np.int64)
+        raw_codes, uniques = pd.factorize(np.asarray(values, dtype=object), sort=False)
+        if not len(raw_codes):
+            return np.zeros(0, np.int64), np.zeros(0, object)
+        normalised = np.array([self(v) for v in uniques], dtype=object)
+        norm_codes, names = pd.factorize(normalised, sort=True)
+        return norm_codes[raw_codes].astype(np.int64), np.asarray(names, dtype=object)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .errors import KievalOptionError
 from .peer_families import FAMILY_FUNCTIONS, PeerFigures, PeerOptions
 
 if TYPE_CHECKING:
@@ -25,7 +26,10 @@ class Metric:
     """One reported figure.
 
     ``key`` is its dotted path in the JSON report under ``models.<name>``; ``get`` reads it
-    from a :class:`~kieval_core.evaluate.ModelResult` (None when undefined).
+    from a :class:`~kieval_core.results.ModelResult` (None when undefined). ``column`` names
+    where the metric sits in a table of :func:`kieval_core.tally.figures` (KIEval family)
+    or in a model's per-document table (peer means over documents): resampled or sliced
+    counts give the metric through the same formulas.
     """
 
     key: str
@@ -37,69 +41,76 @@ class Metric:
     citation: str
     get: Callable[[ModelResult], Any]
     headline: bool = False
+    column: str | None = None
 
     @property
     def direction(self) -> str:
         return "higher is better" if self.higher_is_better else "lower is better"
 
+    @property
+    def operator(self) -> str:
+        """The comparison a CI gate on this metric uses (``>=`` or ``<=``)."""
+        return ">=" if self.higher_is_better else "<="
 
-def _group(attr: str) -> Callable[[ModelResult], Any]:
-    return lambda m: None if m.group is None else getattr(m.group, attr)
+    def computed(self, model: ModelResult) -> bool:
+        """Whether the model's results hold this metric (a peer family may not have run,
+        or produced the other structure variant)."""
+        if self.family == "kieval":
+            return True
+        figures = model.peer.get(self.family)
+        return figures is not None and self.key in figures.figures
+
+
+def _corpus(column: str) -> Callable[[ModelResult], Any]:
+    return lambda m: m.corpus_value(column)
+
+
+def _kieval(key: str, label: str, column: str, higher: bool, definition: str, how: str,
+            headline: bool = False, citation: str = KIEVAL_CITATION) -> Metric:
+    return Metric(key, label, "kieval", higher, definition, how, citation, _corpus(column), headline, column)
 
 
 METRICS: tuple[Metric, ...] = (
-    Metric("kieval.entity.f1", "KIEval entity F1", "kieval", True,
-           "Micro F1 of entities after one-to-one group matching: a value counts only in the "
-           "group it belongs to.",
-           "Share of fields right in the right line item; below flat F1 when values land in "
-           "the wrong line.", KIEVAL_CITATION, lambda m: m.entity.f1, headline=True),
-    Metric("kieval.entity.precision", "KIEval entity precision", "kieval", True,
-           "TP / (TP + FP) after group matching.", "Of the predicted fields, how many are right.",
-           KIEVAL_CITATION, lambda m: m.entity.precision),
-    Metric("kieval.entity.recall", "KIEval entity recall", "kieval", True,
-           "TP / (TP + FN) after group matching.", "Of the true fields, how many were found.",
-           KIEVAL_CITATION, lambda m: m.entity.recall),
-    Metric("kieval.group.f1", "KIEval group F1", "kieval", True,
-           "F1 over groups: a matched group pair is a TP only if every entity in it is right.",
-           "Share of line items (menu lines, transactions) extracted perfectly; n/a without "
-           "groups.", KIEVAL_CITATION, _group("f1"), headline=True),
-    Metric("kieval.aligned", "KIEval_Aligned", "kieval", True,
-           "TP / (TP + Subs + Add + Del): correct entities over correct entities plus the "
-           "corrections a person must make.",
-           "Accuracy a reviewer experiences: 0.9 means one fix for every nine right fields.",
-           KIEVAL_CITATION, lambda m: m.aligned, headline=True),
-    Metric("kieval.corrections.total", "Corrections", "kieval", False,
-           "Substitutions + additions + deletions a person needs to turn the prediction into "
-           "the ground truth.", "Manual work; compare with FP + FN, which counts a wrong "
-           "value twice.", KIEVAL_CITATION, lambda m: m.corrections.total),
-    Metric("kieval.corrections.substitution", "Substitutions", "kieval", False,
-           "Wrong values in a matched cell: min(FP, FN) per group pair and entity type.",
-           "Values to retype.", KIEVAL_CITATION, lambda m: m.corrections.substitution),
-    Metric("kieval.corrections.addition", "Additions", "kieval", False,
-           "Missing values that must be added (unmatched FN).", "Values to add; review of "
-           "predictions never fixes these.", KIEVAL_CITATION, lambda m: m.corrections.addition),
-    Metric("kieval.corrections.deletion", "Deletions", "kieval", False,
-           "Spurious values that must be deleted (unmatched FP).", "Values to delete.",
-           KIEVAL_CITATION, lambda m: m.corrections.deletion),
-    Metric("kieval.fp_plus_fn", "FP + FN", "kieval", False,
-           "Conventional error count, for comparison with corrections (the paper's Table 3).",
-           "Overstates work: a substitution is one FP and one FN.", KIEVAL_CITATION,
-           lambda m: m.entity.fp + m.entity.fn),
-    Metric("kieval.group_aligned", "Group-level aligned", "kieval", True,
-           "Group TP / (group TP + wrong matched pairs + unmatched GT + unmatched predicted "
-           "groups).", "Share of line items needing no fix at all.", KIEVAL_CITATION,
-           lambda m: m.group_aligned),
-    Metric("entity_f1.f1", "Flat entity F1", "kieval", True,
-           "Micro F1 of (type, value) multisets per document, groups ignored: the conventional "
-           "baseline.", "Ignores which line a value is on; the gap to KIEval entity F1 shows "
-           "grouping errors.", "Conventional KIE practice (e.g. CORD, SROIE)",
-           lambda m: m.entity_f1.f1, headline=True),
-    Metric("automation.recommended.auto_rate", "Automation at target", "kieval", True,
-           "Share of predictions above the recommended confidence threshold (automated) when "
-           "the accuracy after review must reach the target.",
-           "How much of the flow runs without review at the target accuracy; n/a if the "
-           "target cannot be reached.", KIEVAL_CITATION + ", Appendix C",
-           lambda m: m.recommend().auto_rate),
+    _kieval("kieval.entity.f1", "KIEval entity F1", "f1", True,
+            "Micro F1 of entities after one-to-one group matching: a value counts only in the "
+            "group it belongs to.",
+            "Share of fields right in the right line item; below flat F1 when values land in "
+            "the wrong line.", headline=True),
+    _kieval("kieval.entity.precision", "KIEval entity precision", "precision", True,
+            "TP / (TP + FP) after group matching.", "Of the predicted fields, how many are right."),
+    _kieval("kieval.entity.recall", "KIEval entity recall", "recall", True,
+            "TP / (TP + FN) after group matching.", "Of the true fields, how many were found."),
+    _kieval("kieval.group.f1", "KIEval group F1", "group_f1", True,
+            "F1 over groups: a matched group pair is a TP only if every entity in it is right.",
+            "Share of line items (menu lines, transactions) extracted perfectly; n/a without "
+            "groups.", headline=True),
+    _kieval("kieval.aligned", "KIEval_Aligned", "aligned", True,
+            "TP / (TP + Subs + Add + Del): correct entities over correct entities plus the "
+            "corrections a person must make.",
+            "Accuracy a reviewer experiences: 0.9 means one fix for every nine right fields.",
+            headline=True),
+    _kieval("kieval.corrections.total", "Corrections", "errors", False,
+            "Substitutions + additions + deletions a person needs to turn the prediction into "
+            "the ground truth.", "Manual work; compare with FP + FN, which counts a wrong "
+            "value twice."),
+    _kieval("kieval.corrections.substitution", "Substitutions", "substitution", False,
+            "Wrong values in a matched cell: min(FP, FN) per group pair and entity type.",
+            "Values to retype."),
+    _kieval("kieval.corrections.addition", "Additions", "addition", False,
+            "Missing values that must be added (unmatched FN).", "Values to add; review of "
+            "predictions never fixes these."),
+    _kieval("kieval.corrections.deletion", "Deletions", "deletion", False,
+            "Spurious values that must be deleted (unmatched FP).", "Values to delete."),
+    _kieval("kieval.fp_plus_fn", "FP + FN", "fp_plus_fn", False,
+            "Conventional error count, for comparison with corrections (the paper's Table 3).",
+            "Overstates work: a substitution is one FP and one FN."),
+    _kieval("kieval.group_aligned", "Group-level aligned", "group_aligned", True,
+            "Group TP / (group TP + wrong matched pairs + unmatched GT + unmatched predicted "
+            "groups).", "Share of line items needing no fix at all."),
+    _kieval("entity_f1.f1", "Flat entity F1", "flat_f1", True,
+            "Micro F1 of (type, value) multisets per document, groups ignored: the conventional "
+            "baseline.", "Ignores which line a value is on; the gap to KIEval entity F1 shows "
+            "grouping errors.", headline=True, citation="Conventional KIE practice (e.g. CORD, SROIE)"),
 )
 
 
@@ -118,16 +129,29 @@ PEER_METRICS: tuple[Metric, ...] = (
            "Mean over documents of ANLS* on the nested structure: per leaf 1 - normalised "
            "Levenshtein distance (0 below 0.5 similarity), lists by Hungarian matching.",
            "Tolerant of small typos; counts wrong keys and missing list items.",
-           ANLS_CITATION, _peer("anls_star", "anls_star"), headline=True),
+           ANLS_CITATION, _peer("anls_star", "anls_star"), headline=True, column="anls_star"),
+    Metric("anls_star_renested", "ANLS* (re-nested)", "anls_star", True,
+           "ANLS* on both sides' entities re-nested the same way ({group_type: [{entity: value}]}), "
+           "not on the uploaded structures; reported when chosen or when a side is not nested JSON.",
+           "Ignores differences of JSON shape (one-item lists written as objects); not comparable "
+           "with published ANLS*.", ANLS_CITATION, _peer("anls_star", "anls_star_renested"),
+           column="anls_star_renested"),
     Metric("nted", "nTED accuracy", "nted", True,
            "Mean over documents of max(0, 1 - TED(pred, gt) / TED(empty, gt)) on Donut's "
            "ordered trees with value-level edit costs.",
            "Donut's accuracy: tolerant of typos, sensitive to structure and list order.",
-           DONUT_CITATION, _peer("nted", "nted"), headline=True),
+           DONUT_CITATION, _peer("nted", "nted"), headline=True, column="nted"),
     Metric("donut_field_f1.f1", "Donut field F1", "nted", True,
            "Donut's cal_f1: micro F1 of (key path, value) fields, lists flattened.",
            "Equals flat entity F1 on clean values.", DONUT_CITATION,
            _peer("nted", "donut_field_f1.f1")),
+    Metric("nted_renested", "nTED accuracy (re-nested)", "nted", True,
+           "nTED on both sides' entities re-nested the same way, not on the uploaded structures.",
+           "Not comparable with published nTED.", DONUT_CITATION, _peer("nted", "nted_renested"),
+           column="nted_renested"),
+    Metric("donut_field_f1_renested.f1", "Donut field F1 (re-nested)", "nted", True,
+           "Donut's field F1 on the re-nested structures.", "Equals flat entity F1 on clean values.",
+           DONUT_CITATION, _peer("nted", "donut_field_f1_renested.f1")),
     Metric("oi.oiecer", "OIECER", "oi", False,
            "Sum over optimally assigned entity pairs of min(1, CER) (1 for a category "
            "mismatch or a missing/extra entity) over GT entities; not capped at 1.",
@@ -203,7 +227,7 @@ def resolve_families(names: Sequence[str] | str) -> tuple[str, ...]:
     unknown = [n for n in names if n not in FAMILIES]
     if unknown:
         msg = f"unknown metric family {', '.join(unknown)}; choose from {', '.join(FAMILIES)}, all"
-        raise ValueError(msg)
+        raise KievalOptionError(msg)
     chosen = tuple(dict.fromkeys(names))
     return chosen if "kieval" in chosen else ("kieval", *chosen)
 

@@ -1,6 +1,9 @@
 """The JSON report (SPEC 7) and the summary table; both read the metric registry.
 
-Reports are deterministic: the same inputs give the same bytes (:func:`report_json`).
+:func:`build_report` computes everything once; the summary (:func:`summary_frame`) and
+the JSON text (:func:`report_json`) are read from it. Reports are deterministic: the same
+data gives the same bytes, whatever the order of documents, groups or entities in the
+files.
 """
 
 from __future__ import annotations
@@ -9,16 +12,17 @@ import json
 import math
 import re
 import uuid
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from . import __version__
+from .decisions import DecisionOptions, automation_section
+from .inputs import model_row
 from .registry import metrics_of
-
-if TYPE_CHECKING:
-    from .evaluate import EvaluationResult, ModelResult
+from .results import EvaluationResult, ModelResult
 
 
 def _plain(value: Any) -> Any:
@@ -65,13 +69,13 @@ def records_json(frame: pd.DataFrame) -> str:
     return "[\n" + ",\n".join(template % row for row in zip(*columns, strict=True)) + "\n]"
 
 
-def model_report(model: ModelResult, records=_records) -> dict:
+def model_report(model: ModelResult, decisions: DecisionOptions, records=_records) -> dict:
     group = model.group
-    recommendation = model.recommend()
-    curves = model.curves_by_entity_type
     report = {
         "source": model.source,
         "n_documents": model.n_documents,
+        "inputs": {k.replace(" ", "_"): v for k, v in model_row(model).items()
+                   if k not in ("role", "model", "source")} | {"notes": list(model.notes)},
         "kieval": {
             "entity": model.entity.as_dict(),
             "group": None if group is None else group.as_dict(),
@@ -81,17 +85,10 @@ def model_report(model: ModelResult, records=_records) -> dict:
             "fp_plus_fn": model.entity.fp + model.entity.fn,
         },
         "entity_f1": model.entity_f1.as_dict(),
-        "automation": {
-            "has_confidence": model.has_confidence,
-            "curve": records(model.curve[["threshold", "auto_rate", "kieval_aligned"]]),
-            "recommended": recommendation.as_dict(),
-            "by_entity_type": {
-                etype: records(part[["threshold", "auto_rate", "kieval_aligned"]])
-                for etype, part in curves.groupby("entity_type", sort=True, observed=True)
-            },
-        },
+        "automation": automation_section(model, decisions, records),
         "by_entity_type": records(model.by_entity_type),
         "by_group_type": records(model.by_group_type),
+        "by_slice": {key: records(model.by_slice(key)) for key in decisions.slices},
         "documents": records(model.documents),
         "missing_documents": list(model.missing_documents),
         "unknown_documents": list(model.unknown_documents),
@@ -104,24 +101,47 @@ def model_report(model: ModelResult, records=_records) -> dict:
     return _plain(report)
 
 
-def build_report(result: EvaluationResult, records=_records) -> dict:
+def build_report(result: EvaluationResult, decisions: DecisionOptions = DecisionOptions(),
+                 records=_records) -> dict:
+    """The whole report as a dict (tables as lists of records, or whatever ``records``
+    makes of them)."""
+    gt = result.gt
     return {
         "tool": {"name": "kieval-workbench", "version": __version__},
         "ground_truth": {
-            "source": result.gt.source,
-            "n_documents": len(result.gt.doc_ids),
-            "n_entities": result.gt.n_entities,
+            "source": gt.source,
+            "format": gt.format,
+            "n_documents": len(gt.doc_ids),
+            "n_entities": gt.n_entities,
+            "meta": [] if gt.meta is None else list(gt.meta.columns),
+            "notes": list(gt.notes),
         },
         "normalizer": result.normalizer.description,
         "metrics": list(result.metrics),
-        "target_accuracy": result.target_accuracy,
-        "models": {name: model_report(m, records) for name, m in result.models.items()},
-        "warnings": result.warnings,
+        "decisions": {"target_accuracy": decisions.target,
+                      "document_target": decisions.documents_target,
+                      "bootstrap_resamples": decisions.resamples, "seed": decisions.seed},
+        "models": {name: model_report(m, decisions, records) for name, m in result.models.items()},
+        "warnings": result.all_warnings,
     }
 
 
-def report_json(result: EvaluationResult) -> str:
-    """The report as JSON text; byte-identical for identical inputs.
+@dataclass(frozen=True)
+class Report:
+    """The report as JSON text, and as a dict whose tables are placeholders (for the
+    summary and the gates, which read only scalar figures)."""
+
+    text: str
+    figures: dict
+
+
+def report_json(result: EvaluationResult, decisions: DecisionOptions = DecisionOptions()) -> str:
+    """The report as JSON text, byte-identical for identical data."""
+    return render_report(result, decisions).text
+
+
+def render_report(result: EvaluationResult, decisions: DecisionOptions = DecisionOptions()) -> Report:
+    """Build the report once: its JSON text and its figures.
 
     Tables are rendered column-wise by :func:`records_json` and spliced in, so a report
     over 100,000 documents takes a fraction of a second instead of the standard
@@ -134,18 +154,51 @@ def report_json(result: EvaluationResult) -> str:
         tables.append(records_json(frame))
         return f"{token}{len(tables) - 1}__"
 
-    text = json.dumps(build_report(result, placeholder), ensure_ascii=False, indent=2,
-                      allow_nan=False)
+    report = build_report(result, decisions, placeholder)
+    text = json.dumps(report, ensure_ascii=False, indent=2, allow_nan=False)
     pattern = re.compile(f'"{token}(\\d+)__"')
-    return pattern.sub(lambda m: tables[int(m.group(1))], text) + "\n"
+    return Report(pattern.sub(lambda m: tables[int(m.group(1))], text) + "\n", report)
 
 
-def summary_frame(result: EvaluationResult) -> pd.DataFrame:
-    """One row per model, one column per registered metric of the selected families."""
-    metrics = metrics_of(result.metrics)
+def value_at(report_model: dict, key: str) -> Any:
+    """The value of a dotted key in one model's report (None when absent)."""
+    node: Any = report_model
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+#: Decision figures of the summary: label -> dotted key in a model's report.
+DECISION_ROWS = {
+    "Recommended τ": "automation.recommended.threshold",
+    "Automation at τ": "automation.recommended.auto_rate",
+    "Reviews / 1,000 docs at τ": "automation.recommended.reviews_per_1000_documents",
+    "Straight-through at τ": "automation.recommended.straight_through_rate",
+    "Minimum-cost τ": "automation.min_cost.threshold",
+    "Cost / 1,000 docs at min": "automation.min_cost.cost_per_1000_documents",
+}
+#: Summary rows shown as whole numbers (per 1,000 documents).
+WHOLE_ROWS = frozenset({"Reviews / 1,000 docs at τ", "Cost / 1,000 docs at min"})
+
+
+def summary_frame(result: EvaluationResult, report: dict) -> pd.DataFrame:
+    """One row per model: every computed registry metric, then the decision figures (read
+    from the report; a target reachable only by full review reads "not reachable", a
+    model without confidences "no confidences")."""
+    metrics = [m for m in metrics_of(result.metrics)
+               if any(m.computed(model) for model in result.models.values())]
     rows = []
     for name, model in result.models.items():
         row = {"model": name, "documents": model.n_documents}
         row.update({m.label: m.get(model) for m in metrics})
+        automation = report["models"][name]["automation"]
+        for label, key in DECISION_ROWS.items():
+            row[label] = value_at(report["models"][name], key)
+            if automation["reason"]:
+                row[label] = "no confidences"
+            elif key.startswith("automation.recommended") and not automation["recommended"]["reachable"]:
+                row[label] = "not reachable"
         rows.append(row)
     return pd.DataFrame(rows)

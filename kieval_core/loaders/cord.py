@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import KievalInputError
+from .jsontext import number_text
 
 
 def valid_lines_of(record: dict) -> list | None:
@@ -33,7 +34,7 @@ def cord_entities(lines: list[Any], source: str, where: str) -> list[tuple[str, 
         if not isinstance(words, list):
             raise KievalInputError(source, f"{where}, valid_line[{i}]", "entry has no words list")
         value = " ".join(
-            str(w.get("text", "")) for w in words if isinstance(w, dict) and not _is_key(w)
+            number_text(w.get("text", "")) for w in words if isinstance(w, dict) and not _is_key(w)
         ).strip()
         if not value:
             continue
@@ -44,4 +45,4 @@ def cord_entities(lines: list[Any], source: str, where: str) -> list[tuple[str, 
 
 def _is_key(word: dict) -> bool:
     """CORD writes ``is_key`` as 0/1 (numbers keep their JSON text here)."""
-    return str(word.get("is_key", "0")).strip().lower() not in ("0", "false", "")
+    return number_text(word.get("is_key", "0")).strip().lower() not in ("0", "false", "")

@@ -11,96 +11,53 @@ Mapping rules, from the root of one document's structure:
 * an object whose keys are exactly ``value`` and ``confidence`` (or only ``value``) is a
   **scored leaf**, wherever it appears;
 * confidences may also come in a parallel object of the same shape (``field_confidence``).
+
+Containers (where a document's structure sits) follow two rules:
+
+* **records** (JSONL lines, Donut ``metadata.jsonl``, a JSON list of records) have
+  container keys at their top level: the id (``doc_id``, ``id``, ``file_name``), the
+  structure key (``fields``, ``gt_parse``, ...) and a parallel confidence object. They are
+  never content; the load report names the record keys that were not scored;
+* **documents** (the values of a one-object container ``{doc_id: document}``, and
+  per-document files) are content through and through: ``id`` or ``output`` there is a
+  field like any other. A wrapper key is read only when named (``--key``) or when every
+  document has exactly that one structure key, and the load report says so.
+
+Declared metadata keys (``--meta``) are taken out of the record level and the
+structure's top level, kept per document and never scored.
+
+One walk per document appends its entities straight to the builder's column lists (no
+per-entity tuples); a document that fails half way is taken back out
+(:meth:`Columns.truncate`), so a reader can retry it with the stdlib parse (see
+:mod:`.jsontext`). The plain structure kept for ANLS* and nTED (scored leaves replaced
+by their values) is made by a second walk, only when the builder keeps structures.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import PurePath
 from typing import Any
 
 from ..errors import KievalInputError
+from .builder import Columns, DatasetBuilder
+from .jsontext import JsonNumber, NeedsSourceText, number_text, parse_json, recover_json, scalar_text
 
-#: Keys under which a JSONL record holds its structure, tried in this order.
+#: Keys under which a record holds its structure, tried in this order.
 STRUCTURE_KEYS = ("fields", "gt_parse", "parse", "prediction", "predictions", "output")
 #: Keys of a record holding confidences parallel to the structure.
 CONFIDENCE_KEYS = ("field_confidence", "field_confidences", "confidences", "confidence")
 #: Keys that identify a document in a record, tried in this order.
 ID_KEYS = ("doc_id", "id", "file_name")
+#: Donut's ``metadata.jsonl``: a JSON string (or object) holding ``gt_parse``.
+DONUT_KEY = "ground_truth"
 _SCORED_LEAF_KEYS = frozenset({"value", "confidence"})
 #: Deeper structures are refused: no real document needs them, and they cost stack.
 MAX_DEPTH = 64
-
-
-class JsonNumber(str):
-    """A JSON number kept as its source text (``30000`` stays ``"30000"``, SPEC 1)."""
-
-
-def _reject_constant(name: str) -> None:
-    msg = f"{name} is not valid JSON"
-    raise ValueError(msg)
-
-
-def parse_json(text: str, source: str, where: str | None = None) -> Any:
-    """Parse JSON text, keeping numbers as their text; bad input raises KievalInputError.
-
-    >>> parse_json('{"a": 1.50}', "x.json")
-    {'a': '1.50'}
-    """
-    try:
-        return json.loads(
-            text,
-            parse_int=JsonNumber,
-            parse_float=JsonNumber,
-            parse_constant=_reject_constant,
-        )
-    except json.JSONDecodeError as exc:
-        place = where or f"line {exc.lineno}, column {exc.colno}"
-        if where and exc.lineno == 1:
-            place = f"{where}, column {exc.colno}"
-        raise KievalInputError(source, place, f"invalid JSON ({exc.msg})") from None
-    except ValueError as exc:
-        raise KievalInputError(source, where, f"invalid JSON ({exc})") from None
-    except RecursionError:
-        raise KievalInputError(source, where, "JSON nested too deeply") from None
-
-
-_FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n(.*?)\n?```", re.DOTALL)
-
-
-def recover_json(text: str, source: str, where: str | None) -> tuple[Any, str]:
-    r"""The one JSON object inside an LLM answer (code fence or prose), and how it was found.
-
-    Refuses (KievalInputError) when there is no object or more than one candidate.
-
-    >>> recover_json('Sure! ```json\n{"total": "5"}\n``` Hope it helps.', "x", "line 1")
-    ({'total': '5'}, 'code fence')
-    >>> recover_json('The answer is {"total": "5"}.', "x", "line 1")[1]
-    'prose'
-    """
-    fences = _FENCE.findall(text)
-    if len(fences) == 1:
-        return parse_json(fences[0], source, f"{where}, code fence"), "code fence"
-    if len(fences) > 1:
-        raise KievalInputError(source, where, f"{len(fences)} code fences; cannot tell which is the answer")
-    decoder = json.JSONDecoder(parse_int=JsonNumber, parse_float=JsonNumber)
-    found, i = [], text.find("{")
-    while i >= 0:
-        try:
-            value, end = decoder.raw_decode(text, i)
-        except (json.JSONDecodeError, RecursionError):
-            i = text.find("{", i + 1)
-            continue
-        if isinstance(value, dict):
-            found.append(value)
-        i = text.find("{", end)
-    if len(found) != 1:
-        problem = "no JSON object" if not found else f"{len(found)} JSON objects"
-        raise KievalInputError(source, where, f"text with {problem}; cannot recover the answer")
-    return found[0], "prose"
+#: At most this many distinct record keys are named in the load report.
+_NOTE_KEYS = 12
 
 
 def is_scored_leaf(node: Any) -> bool:
@@ -109,28 +66,42 @@ def is_scored_leaf(node: Any) -> bool:
     >>> is_scored_leaf({"value": "A", "confidence": 0.9}), is_scored_leaf({"nm": "A"})
     (True, False)
     """
-    return isinstance(node, dict) and "value" in node and set(node) <= _SCORED_LEAF_KEYS
+    return (isinstance(node, dict) and "value" in node
+            and (len(node) == 1 or (len(node) == 2 and "confidence" in node)))
+
+
+_NAN = math.nan
 
 
 class _Flattener:
-    """Walks one document's structure and yields its entities."""
+    """Walks one document's structure and appends its entities to ``columns``."""
 
-    def __init__(self, source: str, doc_id: str, aliases: Mapping[str, str]) -> None:
+    def __init__(self, columns: Columns, source: str, doc_id: str, aliases: Mapping[str, str],
+                 types: dict[tuple[str, str], str]) -> None:
         self.source = source
         self.doc_id = doc_id
         self.aliases = aliases
+        self.types = types
         self.group_counts: dict[str, int] = {}
-        self.rows: list[tuple[str, int, str, str, float]] = []
+        self.columns = columns
+        self.n_values = columns.value.__len__
 
     def fail(self, problem: str) -> KievalInputError:
         return KievalInputError(self.source, f"document {self.doc_id!r}", problem)
 
-    def rename(self, key: str) -> str:
-        return self.aliases.get(key, key)
+    def emit(self, group_type: str, group: int, entity_type: str, value: str, confidence: float) -> None:
+        columns = self.columns
+        columns.group_type.append(group_type)
+        columns.group_key.append(group)
+        columns.entity_type.append(entity_type)
+        columns.value.append(value)
+        columns.confidence.append(confidence)
 
     def confidence(self, raw: Any, entity_type: str) -> float:
+        if type(raw) is float and 0.0 <= raw <= 1.0:
+            return raw
         if raw is None or isinstance(raw, (dict, list)):
-            return math.nan
+            return _NAN
         if isinstance(raw, bool) or not isinstance(raw, (JsonNumber, int, float)):
             raise self.fail(f"confidence of {entity_type!r} is {raw!r}, not a number")
         conf = float(raw)
@@ -138,96 +109,82 @@ class _Flattener:
             raise self.fail(f"confidence of {entity_type!r} is {raw}, outside [0, 1]")
         return conf
 
-    def leaf_values(self, node: Any, entity_type: str) -> Iterator[str]:
-        if node is None:
-            return
-        if isinstance(node, bool):
-            yield "true" if node else "false"
-        elif isinstance(node, (str, int, float)):
-            text = str(node)
-            if text.strip():
-                yield text
-        else:
-            raise self.fail(f"value of {entity_type!r} is a {type(node).__name__}, not text")
-
-    def add_leaf(self, node: Any, conf: Any, group_type: str, group: int, entity_type: str):
-        """Add a scalar or scored leaf; returns its plain value for the stored structure."""
+    def leaf(self, node: Any, conf: Any, group_type: str, group: int, entity_type: str) -> None:
+        """A scalar or scored leaf (a scored leaf may hold a list of values)."""
         if is_scored_leaf(node):
             conf = node.get("confidence", conf)
             node = node["value"]
+            if type(node) is str and type(conf) is float and 0.0 <= conf <= 1.0:  # the usual scored leaf
+                if node.strip():
+                    self.emit(group_type, group, entity_type, node, conf)
+                return
             if isinstance(node, list):
                 for item in node:
-                    self.add_leaf(item, conf, group_type, group, entity_type)
-                return node
+                    self.leaf(item, conf, group_type, group, entity_type)
+                return
         confidence = self.confidence(conf, entity_type)
-        for value in self.leaf_values(node, entity_type):
-            self.rows.append((group_type, group, entity_type, value, confidence))
-        return node
+        if isinstance(node, (dict, list)):
+            raise self.fail(f"value of {entity_type!r} is a {type(node).__name__}, not text")
+        text = node if type(node) is str and node.strip() else scalar_text(node)
+        if text is not None:
+            self.emit(group_type, group, entity_type, text, confidence)
 
     def entity_type(self, prefix: str, key: str) -> str:
-        key = self.rename(key)
-        full = key if "." in key or not prefix else f"{prefix}.{key}"
-        return self.rename(full)
+        """The dotted type of ``key`` under ``prefix``, aliases applied (cached)."""
+        known = self.types.get((prefix, key))
+        if known is None:
+            renamed = self.aliases.get(key, key)
+            full = renamed if "." in renamed or not prefix else f"{prefix}.{renamed}"
+            known = self.types[prefix, key] = self.aliases.get(full, full)
+        return known
 
-    def group_members(self, node: dict, conf: Any, group_type: str, group: int,
-                      prefix: str, depth: int) -> dict:
+    def members(self, node: dict, conf: Any, group_type: str, group: int, prefix: str, depth: int) -> None:
         if depth > MAX_DEPTH:
             raise self.fail(f"structure nested deeper than {MAX_DEPTH} levels")
-        plain = {}
         for key, child in node.items():
             etype = self.entity_type(prefix, key)
-            child_conf = _child(conf, key)
-            plain[key] = self.group_value(child, child_conf, group_type, group, etype, depth)
-        return plain
+            if conf is None and type(child) is str:  # the usual leaf: text without confidence
+                if child.strip():
+                    self.emit(group_type, group, etype, child, _NAN)
+            else:
+                self.member(child, _child(conf, key), group_type, group, etype, depth)
 
-    def group_value(self, child: Any, conf: Any, group_type: str, group: int, etype: str,
-                    depth: int) -> Any:
+    def member(self, child: Any, conf: Any, group_type: str, group: int, etype: str, depth: int) -> None:
         if isinstance(child, dict) and not is_scored_leaf(child):
-            return self.group_members(child, conf, group_type, group, etype, depth + 1)
-        if isinstance(child, list):
-            return [
-                self.group_value(item, _child(conf, i), group_type, group, etype, depth + 1)
-                for i, item in enumerate(child)
-            ]
-        return self.add_leaf(child, conf, group_type, group, etype)
+            self.members(child, conf, group_type, group, etype, depth + 1)
+        elif isinstance(child, list):
+            for i, item in enumerate(child):
+                self.member(item, _child(conf, i), group_type, group, etype, depth + 1)
+        else:
+            self.leaf(child, conf, group_type, group, etype)
 
-    def new_group(self, group_type: str) -> int:
-        index = self.group_counts.get(group_type, 0)
-        self.group_counts[group_type] = index + 1
-        return index
-
-    def root(self, structure: Any, conf: Any) -> dict:
+    def root(self, structure: Any, conf: Any) -> None:
         if not isinstance(structure, dict):
             kind = "null" if structure is None else type(structure).__name__
             raise self.fail(f"the structure must be a JSON object, got {kind}")
-        plain = {}
         for key, child in structure.items():
             name = self.entity_type("", key)
             child_conf = _child(conf, key)
             if isinstance(child, dict) and not is_scored_leaf(child):
-                plain[key] = self.group(child, child_conf, name)
+                self.group(child, child_conf, name)
             elif isinstance(child, list):
-                items = []
                 for i, item in enumerate(child):
                     item_conf = _child(child_conf, i)
                     if isinstance(item, dict) and not is_scored_leaf(item):
-                        items.append(self.group(item, item_conf, name))
+                        self.group(item, item_conf, name)
                     elif isinstance(item, list):
                         raise self.fail(f"{key!r} holds a list inside a list")
                     else:
-                        items.append(self.add_leaf(item, item_conf, "", -1, name))
-                plain[key] = items
+                        self.leaf(item, item_conf, "", -1, name)
             else:
-                plain[key] = self.add_leaf(child, child_conf, "", -1, name)
-        return plain
+                self.leaf(child, child_conf, "", -1, name)
 
-    def group(self, node: dict, conf: Any, group_type: str) -> dict:
-        before = len(self.rows)
+    def group(self, node: dict, conf: Any, group_type: str) -> None:
+        before = self.n_values()
         index = self.group_counts.get(group_type, 0)
-        plain = self.group_members(node, conf, group_type, index, group_type, 1)
-        if len(self.rows) > before:  # empty groups are dropped (SPEC 3.2)
-            self.new_group(group_type)
-        return plain
+        self.members(node, conf, group_type, index, group_type, 1)
+        if self.n_values() > before:  # empty groups are dropped (SPEC 3.2)
+            self.group_counts[group_type] = index + 1
 
 
 def _child(conf: Any, key: Any) -> Any:
@@ -237,6 +194,32 @@ def _child(conf: Any, key: Any) -> Any:
     if isinstance(conf, list):
         return conf[key] if isinstance(key, int) and key < len(conf) else None
     return conf
+
+
+def flatten_into(
+    columns: Columns,
+    structure: Any,
+    *,
+    source: str,
+    doc_id: str,
+    confidences: Any = None,
+    aliases: Mapping[str, str] | None = None,
+    types: dict[tuple[str, str], str] | None = None,
+) -> None:
+    """Append one document's entities to ``columns``; on an error nothing is left behind.
+
+    ``types`` caches entity types across documents (it must belong to one alias map).
+    """
+    start = len(columns)
+    flattener = _Flattener(columns, source, doc_id, aliases or {}, {} if types is None else types)
+    try:
+        flattener.root(structure, confidences)
+    except RecursionError:
+        columns.truncate(start)
+        raise flattener.fail("structure nested too deeply") from None
+    except BaseException:
+        columns.truncate(start)
+        raise
 
 
 def flatten_document(
@@ -261,60 +244,226 @@ def flatten_document(
     >>> plain
     {'menu': [{'nm': 'Tea', 'price': '5'}], 'total': '5'}
     """
-    flattener = _Flattener(source, doc_id, aliases or {})
-    try:
-        plain = flattener.root(structure, confidences)
-    except RecursionError:
-        raise flattener.fail("structure nested too deeply") from None
-    return flattener.rows, plain
+    columns = Columns()
+    flatten_into(columns, structure, source=source, doc_id=doc_id, confidences=confidences, aliases=aliases)
+    return list(zip(*columns.lists(), strict=True)), plain_structure(structure)
 
 
-def doc_id_of(record: dict, source: str, where: str) -> str:
-    """The document id of a JSONL record (``doc_id``, ``id`` or the stem of ``file_name``)."""
+def plain_structure(node: Any) -> Any:
+    """The structure as uploaded with scored leaves replaced by their values, numbers as
+    their JSON text (:func:`text_numbers`).
+
+    >>> plain_structure({"a": [{"value": 5, "confidence": 0.8}], "b": {"c": "x"}})
+    {'a': ['5'], 'b': {'c': 'x'}}
+    """
+    if is_scored_leaf(node):
+        return text_numbers(node["value"])
+    if isinstance(node, dict):
+        return {key: plain_structure(child) for key, child in node.items()}
+    if isinstance(node, list):
+        return [plain_structure(item) for item in node]
+    return text_numbers(node)
+
+
+def text_numbers(node: Any) -> Any:
+    """Numbers of the fast parser as :class:`JsonNumber` text, all the way down (a float
+    raises :class:`NeedsSourceText`); the stdlib parse's structures come back equal."""
+    if isinstance(node, dict):
+        return {key: text_numbers(child) for key, child in node.items()}
+    if isinstance(node, list):
+        return [text_numbers(item) for item in node]
+    if type(node) in (int, float):
+        return JsonNumber(number_text(node))
+    return node
+
+
+def doc_id_of(record: dict, source: str, where: str) -> tuple[str, str]:
+    """The document id of a record and the key it came from (``doc_id``, ``id`` or the
+    stem of ``file_name``)."""
     for key in ID_KEYS:
         value = record.get(key)
+        if type(value) is float:
+            raise NeedsSourceText(key)
         if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value):
-            return PurePath(str(value)).stem if key == "file_name" else str(value)
+            return (PurePath(str(value)).stem if key == "file_name" else str(value)), key
     msg = f"no document id: the record needs one of the keys {', '.join(ID_KEYS)}"
     raise KievalInputError(source, where, msg)
 
 
-def structure_of(
-    record: dict,
-    *,
-    source: str,
-    where: str,
-    key: str | None,
-    ignore_keys: tuple[str, ...] = (),
-) -> tuple[Any, Any]:
-    """Split a record into (structure, parallel confidences).
+def meta_text(value: Any) -> str | None:
+    """A metadata value as text: scalars as written, objects and lists as compact JSON.
 
-    With ``key`` the structure is ``record[key]``; otherwise the first of
-    :data:`STRUCTURE_KEYS` present, then Donut's ``ground_truth`` (a JSON string or object
-    holding ``gt_parse``), and finally the record itself minus its id, confidence and
-    ignored keys.
+    >>> meta_text(JsonNumber("3")), meta_text({"a": "1"}), meta_text(None)
+    ('3', '{"a":"1"}', None)
     """
-    confidences = next((record[k] for k in CONFIDENCE_KEYS if isinstance(record.get(k), dict)), None)
-    if key is not None:
-        if key not in record:
-            raise KievalInputError(source, where, f"the record has no key {key!r}")
-        if key == "ground_truth":
-            return _unwrap_ground_truth(record[key], source, where), confidences
-        return record[key], confidences
-    for candidate in STRUCTURE_KEYS:
-        if candidate in record:
-            return record[candidate], confidences
-    if "ground_truth" in record:
-        return _unwrap_ground_truth(record["ground_truth"], source, where), confidences
-    skip = set(ID_KEYS) | set(ignore_keys)
-    if confidences is not None:
-        skip |= set(CONFIDENCE_KEYS)
-    return {k: v for k, v in record.items() if k not in skip}, confidences
+    if isinstance(value, (dict, list)):
+        return json.dumps(text_numbers(value), ensure_ascii=False, separators=(",", ":"))
+    return scalar_text(value)
 
 
-def _unwrap_ground_truth(value: Any, source: str, where: str) -> Any:
-    if isinstance(value, str):
-        value = parse_json(value, source, f"{where}, ground_truth")
-    if isinstance(value, dict) and "gt_parse" in value:
-        return value["gt_parse"]
-    return value
+class NestedReader:
+    """Reads records and documents of nested JSON into a builder.
+
+    Parameters
+    ----------
+    builder : DatasetBuilder
+        Where the documents go.
+    key : str or None
+        The structure key named by the user (``--key``); auto-detected when None.
+    aliases : mapping
+        Key renames.
+    meta_keys : tuple of str
+        Declared metadata keys.
+    """
+
+    def __init__(self, builder: DatasetBuilder, key: str | None, aliases: Mapping[str, str],
+                 meta_keys: tuple[str, ...]) -> None:
+        self.builder = builder
+        self.key = key
+        self.aliases = dict(aliases)
+        self.meta_keys = meta_keys
+        self.structure_keys: set[str] = set()
+        self.left_out: dict[str, None] = {}
+        self.types: dict[tuple[str, str], str] = {}  # entity types by (prefix, key)
+
+    @property
+    def source(self) -> str:
+        return self.builder.source
+
+    # --- records: container keys at the top level ---------------------------------------
+
+    def add_record(self, record: dict, where: str, source: str | None = None) -> None:
+        """One JSONL line, Donut record or element of a JSON list of records."""
+        source = source or self.source
+        doc_id, id_key = doc_id_of(record, source, where)
+        meta = self.take_meta(record)
+        structure, confidences, used = self.structure_of(record, source, where)
+        if used is None:
+            skipped = [k for k in record if (k in ID_KEYS and k != id_key)
+                       or (confidences is not None and k in CONFIDENCE_KEYS)]
+        else:
+            skipped = [k for k in record if k not in ID_KEYS and k != used and k not in self.meta_keys
+                       and not (confidences is not None and k in CONFIDENCE_KEYS)]
+        self._add(doc_id, where, structure, confidences, meta, source)
+        if used is not None:
+            self.structure_keys.add(used)
+        for k in skipped:
+            if len(self.left_out) < _NOTE_KEYS:
+                self.left_out[k] = None
+
+    def structure_of(self, record: dict, source: str, where: str) -> tuple[Any, Any, str | None]:
+        """(structure, parallel confidences, structure key or None when the record itself)."""
+        confidences = next((record[k] for k in CONFIDENCE_KEYS if isinstance(record.get(k), dict)), None)
+        if self.key is not None:
+            if self.key not in record:
+                raise KievalInputError(source, where, f"the record has no key {self.key!r}")
+            return self._unwrap(record[self.key], self.key, source, where), confidences, self.key
+        for candidate in (*STRUCTURE_KEYS, DONUT_KEY):
+            if candidate in record:
+                return self._unwrap(record[candidate], candidate, source, where), confidences, candidate
+        skip = set(ID_KEYS) | set(self.meta_keys)
+        if confidences is not None:
+            skip |= set(CONFIDENCE_KEYS)
+        return {k: v for k, v in record.items() if k not in skip}, confidences, None
+
+    @staticmethod
+    def _unwrap(value: Any, key: str, source: str, where: str) -> Any:
+        if key != DONUT_KEY:
+            return value
+        if isinstance(value, str):
+            value = parse_json(value, source, f"{where}, {DONUT_KEY}")
+        if isinstance(value, dict) and "gt_parse" in value:
+            return value["gt_parse"]
+        return value
+
+    # --- documents: every key is content ----------------------------------------------
+
+    def add_documents(self, documents: Iterable[tuple[str, str, Any, str, Callable[[], Any] | None]]) -> None:
+        """Documents of a one-object container or per-document files:
+        ``(doc_id, where, document, source, slow)``, where ``slow()`` gives the document
+        again from the stdlib parser (None when it came from it). A wrapper key is
+        unwrapped only when named or common to every document (then the load report says so)."""
+        documents = list(documents)
+        wrapper = self.key or common_wrapper([d for _, _, d, _, _ in documents])
+        if wrapper is not None and self.key is None:
+            self.builder.note(f"every document holds only the key {wrapper!r}: its content was read "
+                              "as the document (name another key with --key)")
+        for doc_id, where, document, source, slow in documents:
+            try:
+                self._add_document(doc_id, where, document, source, wrapper)
+            except (NeedsSourceText, KievalInputError):
+                if slow is None:
+                    raise
+                self._add_document(doc_id, where, slow(), source, wrapper)
+
+    def _add_document(self, doc_id: str, where: str, document: Any, source: str, wrapper: str | None) -> None:
+        if not isinstance(document, dict):
+            kind = "null" if document is None else type(document).__name__
+            msg = f"expected a JSON object for document {doc_id!r}, got {kind}"
+            raise KievalInputError(source, where if where != doc_id else None, msg)
+        meta = self.take_meta(document)
+        if wrapper is None:
+            content = {k: v for k, v in document.items() if k not in self.meta_keys}
+            self._add(doc_id, where, content, None, meta, source)
+            return
+        if wrapper not in document:
+            raise KievalInputError(source, where, f"the document has no key {wrapper!r}")
+        confidences = next((document[k] for k in CONFIDENCE_KEYS if isinstance(document.get(k), dict)), None)
+        structure = self._unwrap(document[wrapper], wrapper, source, where)
+        self._add(doc_id, where, structure, confidences, meta, source)
+
+    # --- shared -------------------------------------------------------------------------
+
+    def take_meta(self, node: dict) -> dict[str, str]:
+        return {k: text for k in self.meta_keys if k in node and (text := meta_text(node[k])) is not None}
+
+    def _add(self, doc_id: str, where: str, structure: Any, confidences: Any, meta: dict[str, str],
+             source: str) -> None:
+        """Flatten one document into the builder; when it raises, nothing was added."""
+        warning = None
+        if isinstance(structure, str):  # an LLM's raw answer stored as text
+            structure, how = recover_json(structure, source, where)
+            warning = f"document {doc_id!r} ({where}): JSON recovered from {how}"
+        if isinstance(structure, dict) and self.meta_keys:
+            inner = self.take_meta(structure)
+            meta = {**inner, **meta}
+            structure = {k: v for k, v in structure.items() if k not in self.meta_keys}
+        columns = self.builder.columns
+        start = len(columns)
+        flatten_into(columns, structure, source=source, doc_id=doc_id, confidences=confidences,
+                     aliases=self.aliases, types=self.types)
+        try:
+            plain = plain_structure(structure) if self.builder.keep_structures else None
+            self.builder.commit(doc_id, where, start, plain, meta)
+        except BaseException:
+            columns.truncate(start)
+            raise
+        if warning:
+            self.builder.warnings.append(warning)
+
+    def finish(self) -> None:
+        """Load-report notes: which structure keys were read, which record keys were not."""
+        if self.structure_keys:
+            how = "named with --key" if self.key else "auto-detected"
+            keys = ", ".join(repr(k) for k in sorted(self.structure_keys))
+            self.builder.note(f"structure read from the record key {keys} ({how})")
+        if self.left_out:
+            keys = ", ".join(self.left_out)
+            self.builder.note(f"record keys not scored: {keys} (keep them with --meta KEY)")
+
+
+def common_wrapper(documents: list[Any]) -> str | None:
+    """The structure key every document consists of alone, if there is one.
+
+    >>> common_wrapper([{"gt_parse": {"a": "1"}}, {"gt_parse": {}}])
+    'gt_parse'
+    >>> common_wrapper([{"gt_parse": {"a": "1"}}, {"total": "5"}]) is None
+    True
+    """
+    keys = {tuple(d) if isinstance(d, dict) else None for d in documents}
+    if len(keys) != 1:
+        return None
+    (only,) = keys
+    if only is None or len(only) != 1 or only[0] not in (*STRUCTURE_KEYS, DONUT_KEY):
+        return None
+    return only[0]

@@ -1,10 +1,15 @@
 """The long table (SPEC 6.2): one row per entity, as CSV, TSV, JSONL or Parquet.
 
 Columns ``doc_id, entity, value`` and optional ``group`` (empty = non-group),
-``group_type`` and ``confidence``. When a grouped row has no ``group_type``, the type is
-the entity type's first dotted component (``menu.nm`` -> ``menu``).
+``group_type`` and ``confidence``; declared metadata keys (``--meta``) may be columns too
+(one value per document). When a grouped row has no ``group_type``, the type is the
+entity type's first dotted component (``menu.nm`` -> ``menu``).
 
-Tables are read and validated with Arrow compute kernels: no per-row Python.
+CSV, TSV and Parquet are read and validated with Arrow compute kernels: no per-row
+Python. TSV is read without quote processing (a cell ``"5" x`` stays ``"5" x``). JSONL
+rows are JSON: ``null`` is absent (no entity, no group, no confidence), ``true`` is
+``"true"``, a number keeps its JSON text, and a list of values is one entity per item,
+exactly as in nested JSON.
 """
 
 from __future__ import annotations
@@ -16,21 +21,58 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
+import pyarrow.json as pajson
+import pyarrow.parquet as pq
 
 from ..errors import KievalInputError
-from ..model import ENTITY_COLUMNS, NON_GROUP
+from .builder import DatasetBuilder
+from .jsontext import (
+    JsonNumber,
+    check_text,
+    read_records,
+    scalar_text,
+)
+from .kieval_csv import PY_BLANK
 
 REQUIRED = ("doc_id", "entity", "value")
 OPTIONAL = ("group", "group_type", "confidence")
+DELIMITERS = {".csv": ",", ".tsv": "\t", ".tab": "\t"}
+
+
+def read_table(data: bytes, source: str, suffix: str, builder: DatasetBuilder,
+               meta_keys: tuple[str, ...] = ()) -> None:
+    """Read a long table (by its suffix: CSV/TSV, Parquet, else JSONL) into ``builder``."""
+    if suffix == ".parquet":
+        try:
+            table = pq.read_table(io.BytesIO(data))
+        except Exception as exc:  # pyarrow raises many types for corrupt files
+            raise KievalInputError(source, None, f"not a readable Parquet file ({exc})") from None
+        lines = np.arange(table.num_rows) + 1
+        where = "row"
+    elif suffix in DELIMITERS:
+        check_text(data, source)
+        table = read_delimited(data, source, DELIMITERS[suffix])
+        lines = np.arange(table.num_rows) + 2
+        where = "line"
+    else:
+        table, lines = _jsonl_table(data, source)
+        where = "line"
+    frame, doc_ids, first, meta = table_to_entities(table, source, lines=lines, where=where,
+                                                    meta_keys=meta_keys)
+    builder.add_table(frame, doc_ids, first)
+    builder.meta.update(meta)
 
 
 def read_delimited(data: bytes, source: str, sep: str) -> pa.Table:
     """Read CSV/TSV bytes; every column is text. Ragged rows are refused with their row."""
+    quoted = sep != "\t"
+    parse = pacsv.ParseOptions(delimiter=sep, quote_char='"' if quoted else False,
+                               newlines_in_values=quoted)
     try:
-        names = pacsv.open_csv(io.BytesIO(data), parse_options=pacsv.ParseOptions(delimiter=sep)).schema.names
+        names = pacsv.open_csv(io.BytesIO(data), parse_options=parse).schema.names
         return pacsv.read_csv(
             io.BytesIO(data),
-            parse_options=pacsv.ParseOptions(delimiter=sep, newlines_in_values=True),
+            parse_options=parse,
             convert_options=pacsv.ConvertOptions(
                 column_types={n: pa.string() for n in names},
                 strings_can_be_null=False, quoted_strings_can_be_null=False,
@@ -43,6 +85,109 @@ def read_delimited(data: bytes, source: str, sep: str) -> pa.Table:
         if "UTF8" in message or "utf8" in message.lower():
             raise KievalInputError(source, None, "not UTF-8 text") from None
         raise KievalInputError(source, None, f"malformed table ({message.strip()})") from None
+
+
+class _JsonlColumns:
+    """Columns of JSONL table rows, filled one record at a time (see :func:`read_records`)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.columns: dict[str, list] = {}
+        self.lines: list[int] = []
+        self.n = 0
+        self.has_value = False
+
+    def add(self, record: dict, where: str) -> None:
+        """One record: one row per value. Everything that can fail is done before a column
+        grows, so a failed record leaves nothing behind."""
+        values = record.get("value")
+        items = values if isinstance(values, list) else [values]
+        for item in items:
+            if isinstance(item, (dict, list)):
+                msg = f"value is a {type(item).__name__}; a table row holds text, a number or a list"
+                raise KievalInputError(self.source, where, msg)
+        texts = [scalar_text(item) for item in items] or [None]
+        cells = {key: _json_cell(key, raw, self.source, where)
+                 for key, raw in record.items() if key != "value"}
+        columns, n, k = self.columns, self.n, len(texts)
+        for key in (*record, "value"):
+            if key not in columns:  # a new column: absent from the rows before
+                columns[key] = [None] * n
+        for key, cell in cells.items():
+            columns[key].extend([cell] * k)
+        columns["value"].extend(texts)
+        self.has_value = self.has_value or "value" in record
+        self.n = n + k
+        self.lines.extend([int(where.removeprefix("line "))] * k)
+        for column in columns.values():
+            if len(column) < self.n:
+                column.extend([None] * (self.n - len(column)))
+
+
+def _jsonl_table(data: bytes, source: str) -> tuple[pa.Table, np.ndarray]:
+    """JSONL rows as an Arrow table of text columns (confidence as float64), with the
+    file line of every row. JSON values follow the nested-JSON rules (module docstring)."""
+    fast = _plain_jsonl_table(data, source)
+    if fast is not None:
+        return fast
+    rows = _JsonlColumns(source)
+    read_records(data, source, rows.add)
+    if not rows.n:
+        raise KievalInputError(source, None, "the file has no records")
+    columns = rows.columns
+    if not rows.has_value:
+        del columns["value"]
+    arrays = {k: pa.array(v, pa.float64() if _is_confidence(k) else pa.string()) for k, v in columns.items()}
+    return pa.table(arrays), np.asarray(rows.lines, np.int64)
+
+
+def _is_confidence(key: str) -> bool:
+    return key.strip().lower() == "confidence"
+
+
+def _plain_jsonl_table(data: bytes, source: str) -> tuple[pa.Table, np.ndarray] | None:
+    """The common case read by Arrow's JSON reader: one object per line, every cell text or
+    null, numbers only in the confidence column and within [0, 1]. None when anything is
+    outside that case (Arrow is more lenient than JSON in places, e.g. ``NaN`` or two
+    objects on a line): the row-by-row reader decides, and words the errors."""
+    check_text(data, source)
+    if not data.startswith(b"{"):
+        return None
+    try:
+        table = pajson.read_json(io.BytesIO(data))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    if table.num_rows != data.count(b"\n{") + 1:  # a row per line, no blank lines
+        return None
+    arrays = {}
+    for key, column in zip(table.column_names, table.columns, strict=True):
+        kind = column.type
+        if _is_confidence(key) and (pa.types.is_integer(kind) or pa.types.is_floating(kind)
+                                    or pa.types.is_null(kind)):
+            column = column.cast(pa.float64())
+            inside = pc.and_(pc.greater_equal(column, 0.0), pc.less_equal(column, 1.0))
+            if pc.all(inside).as_py() is False:
+                return None
+        elif not _is_confidence(key) and (pa.types.is_string(kind) or pa.types.is_null(kind)):
+            column = column.cast(pa.string())
+            column = pc.if_else(pc.match_substring_regex(column, PY_BLANK), None, column)
+        else:
+            return None
+        arrays[key] = column
+    return pa.table(arrays), np.arange(1, table.num_rows + 1)
+
+
+def _json_cell(key: str, raw, source: str, where: str):
+    """One JSON cell of a table row: text, or a float for the confidence column."""
+    if _is_confidence(key):
+        if raw is None:
+            return None
+        if isinstance(raw, bool) or not isinstance(raw, (JsonNumber, int, float)):
+            raise KievalInputError(source, where, f"confidence {raw!r} is not a number in [0, 1]")
+        return float(raw)
+    if isinstance(raw, (dict, list)):
+        raise KievalInputError(source, where, f"column {key!r} holds a {type(raw).__name__}, not text")
+    return scalar_text(raw)
 
 
 def _text(table: pa.Table, name: str) -> pa.ChunkedArray:
@@ -58,19 +203,22 @@ def _blank(column: pa.ChunkedArray) -> np.ndarray:
     return pc.equal(pc.utf8_trim_whitespace(column), "").to_numpy(zero_copy_only=False)
 
 
-def table_to_entities(table: pa.Table | pd.DataFrame, source: str, *,
-                      first_line: int = 2) -> tuple[pd.DataFrame, tuple[str, ...]]:
-    """Validate a long table and turn it into the canonical entity table.
+def table_to_entities(table: pa.Table | pd.DataFrame, source: str, *, lines: np.ndarray | None = None,
+                      where: str = "line", meta_keys: tuple[str, ...] = ()):
+    """Validate a long table and turn it into the builder's entity columns.
 
-    ``first_line`` is the file line of the first data row (2 for CSV with a header, 1 for
-    JSONL), used in messages.
+    ``lines`` gives the file line (or row) of every table row, for messages. Returns the
+    entity frame, the document ids in input order, the first line of each document, and
+    the metadata per document.
     """
     if isinstance(table, pd.DataFrame):
         table = pa.Table.from_pandas(table, preserve_index=False)
+    if lines is None:
+        lines = np.arange(table.num_rows) + 2
     table = table.rename_columns([str(c).strip().lower() for c in table.column_names])
     seen: set[str] = set()
     for column in table.column_names:
-        if column in seen and column in (*REQUIRED, *OPTIONAL):
+        if column in seen and column in (*REQUIRED, *OPTIONAL, *meta_keys):
             raise KievalInputError(source, "header", f"column {column!r} appears twice")
         seen.add(column)
     missing = [c for c in REQUIRED if c not in table.column_names]
@@ -79,62 +227,66 @@ def table_to_entities(table: pa.Table | pd.DataFrame, source: str, *,
         msg = f"missing column(s) {', '.join(missing)} (found: {found})"
         raise KievalInputError(source, "header", msg)
 
+    def at(mask: np.ndarray) -> str:
+        return f"{where} {int(lines[int(np.argmax(mask))])}"
+
     doc_id, entity, value = (_text(table, c) for c in REQUIRED)
     group, group_type = _text(table, "group"), _text(table, "group_type")
     bad_id = _blank(doc_id)
     if bad_id.any():
-        raise KievalInputError(source, f"line {first_line + int(np.argmax(bad_id))}", "empty doc_id")
+        raise KievalInputError(source, at(bad_id), "empty doc_id")
     present = ~_blank(value)
     bad_type = _blank(entity) & present
     if bad_type.any():
-        raise KievalInputError(source, f"line {first_line + int(np.argmax(bad_type))}", "empty entity type")
-    confidence = _confidence(table, source, first_line)
+        raise KievalInputError(source, at(bad_type), "empty entity type")
+    confidence = _confidence(table, source, lines, where)
     grouped = ~_blank(group)
     derived = pc.list_element(pc.split_pattern(entity, ".", max_splits=1), 0)
     group_type = pc.if_else(pc.equal(group_type, ""), derived, group_type)
     group_type = pc.if_else(pa.array(grouped), group_type, "")
 
-    doc_ids = tuple(pd.unique(doc_id.to_pandas()))
+    codes = pc.dictionary_encode(doc_id).combine_chunks()  # codes in order of first appearance
+    first_row = np.unique(codes.indices.to_numpy(zero_copy_only=False), return_index=True)[1]
+    doc_ids = tuple(codes.dictionary.to_pylist())
+    first = {d: f"{where} {int(n)}" for d, n in zip(doc_ids, lines[first_row], strict=True)}
+    meta = _meta(table, doc_id, meta_keys, source, lines, where) if meta_keys else {}
     keep = pa.array(present)
+
+    def kept(column: pa.ChunkedArray) -> pd.Series:
+        return (column if present.all() else pc.filter(column, keep)).to_pandas()
+
     frame = pd.DataFrame({
-        "doc_id": pc.filter(doc_id, keep).to_pandas(),
-        "group_type": pc.filter(group_type, keep).to_pandas(),
-        "group_key": pc.filter(group, keep).to_pandas(),
-        "entity_type": pc.filter(entity, keep).to_pandas(),
-        "value": pc.filter(value, keep).to_pandas(),
-        "confidence": confidence[present],
+        "doc_id": kept(doc_id), "group_type": kept(group_type), "group_key": kept(group),
+        "entity_type": kept(entity), "value": kept(value), "confidence": confidence[present],
     })
-    frame["group"] = group_indices(frame, "group_key")
-    return frame[list(ENTITY_COLUMNS)], doc_ids
+    return frame, doc_ids, first, meta
 
 
-def group_indices(table: pd.DataFrame, key_column: str) -> np.ndarray:
-    """0-based group index per (doc_id, group_type) in order of first appearance.
-
-    Rows with an empty group type are non-group (-1).
-
-    >>> group_indices(pd.DataFrame({"doc_id": ["a", "a", "a", "b"], "group_type": ["m", "m", "m", "m"],
-    ...                             "k": ["7", "3", "7", "3"]}), "k").tolist()
-    [0, 1, 0, 0]
-    """
-    doc, _ = pd.factorize(table["doc_id"])
-    gtype, gtypes = pd.factorize(table["group_type"])
-    block = doc.astype(np.int64) * max(len(gtypes), 1) + gtype
-    key, _ = pd.factorize(table[key_column])
-    n_keys = int(key.max(initial=0)) + 1
-    group, firsts = pd.factorize(block.astype(np.int64) * n_keys + key)
-    first_block = np.asarray(firsts, np.int64) // n_keys
-    order = np.argsort(first_block, kind="stable")
-    sorted_blocks = first_block[order]
-    start = np.ones(len(order), bool)
-    start[1:] = sorted_blocks[1:] != sorted_blocks[:-1]
-    rank = np.empty(len(order), np.int64)
-    rank[order] = np.arange(len(order)) - np.maximum.accumulate(np.where(start, np.arange(len(order)), 0))
-    index = rank[group] if len(group) else np.zeros(0, np.int64)
-    return np.where(table["group_type"].to_numpy(object) == "", NON_GROUP, index)
+def _meta(table: pa.Table, doc_id: pa.ChunkedArray, meta_keys: tuple[str, ...], source: str,
+          lines: np.ndarray, where: str) -> dict[str, dict[str, str]]:
+    """Declared metadata columns: one value per document (blank cells are absent)."""
+    out: dict[str, dict[str, str]] = {}
+    docs = pd.Series(doc_id.to_pandas(), dtype=object)
+    for key in meta_keys:
+        name = key.strip().lower()
+        if name not in table.column_names:
+            continue
+        values = pd.Series(_text(table, name).to_pandas(), dtype=object)
+        given = values.str.strip() != ""
+        frame = pd.DataFrame({"doc": docs[given], "value": values[given]})
+        distinct = frame.drop_duplicates()
+        clash = distinct["doc"].duplicated(keep=False).to_numpy()
+        if clash.any():
+            doc = distinct["doc"].to_numpy()[int(np.argmax(clash))]
+            rows = np.flatnonzero(given.to_numpy() & (docs == doc).to_numpy())
+            msg = f"document {doc!r} has more than one value of the metadata column {key!r}"
+            raise KievalInputError(source, f"{where} {int(lines[rows[-1]])}", msg)
+        for doc, value in zip(distinct["doc"], distinct["value"], strict=True):
+            out.setdefault(doc, {})[key] = value
+    return out
 
 
-def _confidence(table: pa.Table, source: str, first_line: int) -> np.ndarray:
+def _confidence(table: pa.Table, source: str, lines: np.ndarray, where: str) -> np.ndarray:
     if "confidence" not in table.column_names:
         return np.full(table.num_rows, np.nan)
     raw = table.column("confidence")
@@ -144,13 +296,22 @@ def _confidence(table: pa.Table, source: str, first_line: int) -> np.ndarray:
         text = None
     else:
         text = pc.utf8_trim_whitespace(pc.fill_null(pc.cast(raw, pa.string()), ""))
-        blank = pc.is_in(text, pa.array(["", "null", "None"])).to_numpy(zero_copy_only=False)
-        numbers = pd.to_numeric(pd.Series(text.to_pandas()).where(~blank), errors="coerce")
-        numbers = numbers.to_numpy(np.float64)
+        blank_cells = pc.is_in(text, pa.array(["", "null", "None"]))
+        blank = blank_cells.to_numpy(zero_copy_only=False)
+        numbers = _numbers(pc.if_else(blank_cells, None, text))
     bad = ~blank & ~((numbers >= 0.0) & (numbers <= 1.0))
     if bad.any():
         row = int(np.argmax(bad))
         shown = text[row].as_py() if text is not None else numbers[row]
         msg = f"confidence {shown!r} is not a number in [0, 1]"
-        raise KievalInputError(source, f"line {first_line + row}", msg)
+        raise KievalInputError(source, f"{where} {int(lines[row])}", msg)
     return np.where(blank, np.nan, numbers)
+
+
+def _numbers(text: pa.ChunkedArray) -> np.ndarray:
+    """Text cells as float64 (null as NaN) by Arrow's cast; when a cell is no number Arrow
+    reads, by ``pandas.to_numeric`` (NaN for what it cannot read either: reported)."""
+    try:
+        return pc.cast(text, pa.float64()).to_numpy(zero_copy_only=False).astype(np.float64)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return pd.to_numeric(pd.Series(text.to_pandas(), dtype=object), errors="coerce").to_numpy(np.float64)

@@ -7,19 +7,11 @@ Each module holds pure functions and frozen result objects:
 * :mod:`.oi` - reading-order-independent OIECER, OIEWER, OINerval, bag-of-tagged-words
   and bag-of-entities (``ie-eval`` 0.2.0);
 * :mod:`.lists` - item, positional and row-alignment scores for parallel lists;
-* :mod:`.tokens` - SCORE-style tokens found / tokens added;
-* :mod:`.iob2` - reader for IOB2 ``.bio`` files.
+* :mod:`.tokens` - SCORE-style tokens found / tokens added.
 """
 
 from .anls import ANLSCorpus, anls_star, anls_star_corpus
-from .iob2 import parse_iob2_document, parse_iob2_documents, read_iob2
-from .lists import (
-    ListResult,
-    RowAlignment,
-    list_metrics,
-    parse_parallel_lists,
-    split_parallel_lists,
-)
+from .lists import ListResult, RowAlignment, list_metrics
 from .nted import DonutFieldF1, NTEDCorpus, donut_field_f1, nted, nted_corpus
 from .oi import BagScore, Detection, ErrorRate, OIResult, oi_metrics
 from .tokens import TokenCounts, TokenResult, token_diagnostics, word_tokens
@@ -43,11 +35,6 @@ __all__ = [
     "nted",
     "nted_corpus",
     "oi_metrics",
-    "parse_iob2_document",
-    "parse_iob2_documents",
-    "parse_parallel_lists",
-    "read_iob2",
-    "split_parallel_lists",
     "token_diagnostics",
     "word_tokens",
 ]

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import KievalInputError
+
 __all__ = ["parse_iob2_document", "parse_iob2_documents", "read_iob2"]
 
 Entity = tuple[str, str]
@@ -33,7 +35,7 @@ def parse_iob2_documents(text: str, source_name: str = "<string>") -> list[list[
 
     Raises
     ------
-    ValueError
+    KievalInputError
         For a malformed line; the message names the source, the line and the problem.
 
     Examples
@@ -60,7 +62,7 @@ def parse_iob2_document(text: str, source_name: str = "<string>") -> list[Entity
 
     Raises
     ------
-    ValueError
+    KievalInputError
         For a malformed line, or when a blank line is followed by a second document.
 
     Examples
@@ -70,11 +72,8 @@ def parse_iob2_document(text: str, source_name: str = "<string>") -> list[Entity
     """
     docs = _parse(text, source_name)
     if len(docs) > 1:
-        msg = (
-            f"{source_name}, line {docs[1][0]}: a second document starts after a blank "
-            "line, but one document per file was expected"
-        )
-        raise ValueError(msg)
+        msg = "a second document starts after a blank line, but one document per file was expected"
+        raise KievalInputError(source_name, f"line {docs[1][0]}", msg)
     return docs[0][1] if docs else []
 
 
@@ -119,11 +118,8 @@ def _parse(text: str, source_name: str) -> list[tuple[int, list[Entity]]]:
             entities = None
             continue
         if len(fields) != 2:
-            msg = (
-                f"{source_name}, line {number}: expected 'token TAG' (2 fields), "
-                f"got {len(fields)}: {line!r}"
-            )
-            raise ValueError(msg)
+            msg = f"expected 'token TAG' (2 fields), got {len(fields)}: {line!r}"
+            raise KievalInputError(source_name, f"line {number}", msg)
         token, tag = fields
         if entities is None:
             entities = []
@@ -138,17 +134,11 @@ def _parse(text: str, source_name: str) -> list[tuple[int, list[Entity]]]:
         elif prefix == "I" and label:
             if category != label:
                 found = "no open entity" if category is None else f"an open {category!r} entity"
-                msg = (
-                    f"{source_name}, line {number}: tag {tag!r} continues {found}; "
-                    f"an entity must start with 'B-{label}'"
-                )
-                raise ValueError(msg)
+                msg = f"tag {tag!r} continues {found}; an entity must start with 'B-{label}'"
+                raise KievalInputError(source_name, f"line {number}", msg)
             tokens.append(token)
         else:
-            msg = (
-                f"{source_name}, line {number}: unknown tag {tag!r}; "
-                "expected 'O', 'B-<category>' or 'I-<category>'"
-            )
-            raise ValueError(msg)
+            msg = f"unknown tag {tag!r}; expected 'O', 'B-<category>' or 'I-<category>'"
+            raise KievalInputError(source_name, f"line {number}", msg)
     close_entity()
     return docs

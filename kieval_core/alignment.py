@@ -1,0 +1,128 @@
+"""One document, pair by pair: how its groups were matched and which value stands for
+which (the engine's own pairing, so the view and the counts never disagree).
+
+* :func:`group_pairs`: every pair of the document (the non-group pair first, then per
+  group type the matched pairs and unmatched GT groups by GT index, then unmatched
+  predicted groups) with S, its status and its errors;
+* :func:`document_alignment`: one row per aligned entity: the GT value beside the
+  predicted value it was matched or substituted with, an added GT value or a deleted
+  prediction alone;
+* :func:`differences`: where a substituted value differs from the GT, character by
+  character.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from rapidfuzz.distance import Levenshtein
+
+from .engine import Counted
+
+PAIR_STATUSES = ("non-group", "exact", "partial", "unmatched GT", "unmatched prediction")
+_PAIR_KEYS = ["group_type", "gt_group", "pred_group"]
+
+
+def group_pairs(counted: Counted, doc_id: str) -> pd.DataFrame:
+    """The pairs of one document in display order.
+
+    Columns ``group_type, gt_group, pred_group, shared, status, n_gt, n_pred, errors``;
+    status is one of :data:`PAIR_STATUSES` (-1 marks a missing side).
+    """
+    cells = counted.cells[counted.cells["doc_id"] == doc_id]
+    pairs = counted.pairs[counted.pairs["doc_id"] == doc_id]
+    non_group = cells[(cells["gt_group"] < 0) & (cells["pred_group"] < 0)]
+    frame = pd.DataFrame({
+        "group_type": pairs["group_type"].astype(object).tolist(),
+        "gt_group": pairs["gt_group"].tolist(),
+        "pred_group": pairs["pred_group"].tolist(),
+        "shared": pairs["shared"].tolist(),
+        "exact": pairs["exact"].tolist(),
+    })
+    if len(non_group):
+        head = pd.DataFrame({"group_type": [""], "gt_group": [-1], "pred_group": [-1],
+                             "shared": [int(non_group["tp"].sum())], "exact": [False]})
+        frame = pd.concat([head, frame], ignore_index=True)
+    sums = cells.assign(group_type=cells["group_type"].astype(object)).groupby(_PAIR_KEYS)[
+        ["n_gt", "n_pred", "substitution", "addition", "deletion"]].sum()
+    sums = sums.reindex(pd.MultiIndex.from_frame(frame[_PAIR_KEYS]), fill_value=0)
+    frame["n_gt"] = sums["n_gt"].to_numpy(np.int64)
+    frame["n_pred"] = sums["n_pred"].to_numpy(np.int64)
+    frame["errors"] = (sums["substitution"] + sums["addition"] + sums["deletion"]).to_numpy(np.int64)
+    frame["status"] = np.select(
+        [(frame["gt_group"] < 0) & (frame["pred_group"] < 0), frame["pred_group"] < 0,
+         frame["gt_group"] < 0, frame["exact"].astype(bool)],
+        ["non-group", "unmatched GT", "unmatched prediction", "exact"], "partial")
+    first_seen = {t: i for i, t in enumerate(dict.fromkeys(frame["group_type"]))}
+    order = np.lexsort((
+        frame["pred_group"].to_numpy(),
+        np.where(frame["gt_group"] < 0, np.iinfo(np.int64).max, frame["gt_group"]),
+        frame["group_type"].map(first_seen).to_numpy(),
+        (frame["status"] != "non-group").to_numpy(),
+    ))
+    columns = ["group_type", "gt_group", "pred_group", "shared", "status", "n_gt", "n_pred", "errors"]
+    return frame.iloc[order][columns].reset_index(drop=True)
+
+
+def document_alignment(counted: Counted, doc_id: str) -> pd.DataFrame:
+    """The document's entities aligned pair by pair.
+
+    Columns ``group_type, gt_group, pred_group, entity_type, gt_value, pred_value,
+    confidence, status`` (status of the GT entity, or ``deleted`` for a prediction
+    without a partner); rows follow :func:`group_pairs`, GT reading order within a pair,
+    predictions without a GT partner last.
+    """
+    g = counted.gt_entities
+    p = counted.pred_entities
+    g = g[g["doc_id"] == doc_id]
+    p = p[p["doc_id"] == doc_id]
+    partner = g["partner"].to_numpy()
+    with_partner = partner >= 0
+    pred_rows = counted.pred_entities.iloc[partner[with_partner]]
+    pred_value = np.full(len(g), None, object)
+    confidence = np.full(len(g), np.nan)
+    pred_value[with_partner] = pred_rows["value"].to_numpy(object)
+    confidence[with_partner] = pred_rows["confidence"].to_numpy(np.float64)
+    gt_side = pd.DataFrame({
+        "group_type": g["group_type"].astype(object).to_numpy(),
+        "gt_group": g["group"].to_numpy(),
+        "pred_group": g["paired_group"].to_numpy(),
+        "entity_type": g["entity_type"].astype(object).to_numpy(),
+        "gt_value": pd.Series(g["value"].to_numpy(object), dtype=object),
+        "pred_value": pd.Series(pred_value, dtype=object),
+        "confidence": confidence,
+        "status": g["status"].astype(object).to_numpy(),
+        "_within": g["position"].to_numpy(np.float64),
+    })
+    alone = p[p["partner"] < 0]
+    pred_side = pd.DataFrame({
+        "group_type": alone["group_type"].astype(object).to_numpy(),
+        "gt_group": alone["paired_group"].to_numpy(),
+        "pred_group": alone["group"].to_numpy(),
+        "entity_type": alone["entity_type"].astype(object).to_numpy(),
+        "gt_value": pd.Series(np.full(len(alone), None, object), dtype=object),
+        "pred_value": pd.Series(alone["value"].to_numpy(object), dtype=object),
+        "confidence": alone["confidence"].to_numpy(np.float64),
+        "status": alone["status"].astype(object).to_numpy(),
+        "_within": alone["position"].to_numpy(np.float64) + 1e12,
+    })
+    rows = pd.concat([gt_side, pred_side], ignore_index=True)
+    pairs = group_pairs(counted, doc_id)
+    rank = {key: i for i, key in enumerate(zip(*(pairs[c] for c in _PAIR_KEYS), strict=True))}
+    rows["_pair"] = [rank.get(key, len(rank)) for key in
+                     zip(rows["group_type"], rows["gt_group"].astype(int), rows["pred_group"].astype(int),
+                         strict=True)]
+    rows = rows.sort_values(["_pair", "_within"], kind="stable")
+    return rows.drop(columns=["_pair", "_within"]).reset_index(drop=True)
+
+
+def differences(gt: str, pred: str) -> list[tuple[str, str, str]]:
+    """Where a predicted value differs from the ground truth, character by character:
+    ``(tag, gt part, predicted part)`` with tag ``equal``, ``replace``, ``delete`` (in the
+    GT only) or ``insert`` (in the prediction only), from the Levenshtein alignment.
+
+    >>> differences("L/RA 458", "L/RA458")
+    [('equal', 'L/RA', 'L/RA'), ('delete', ' ', ''), ('equal', '458', '458')]
+    """
+    return [(op.tag, gt[op.src_start:op.src_end], pred[op.dest_start:op.dest_end])
+            for op in Levenshtein.opcodes(gt, pred)]

@@ -1,0 +1,178 @@
+"""Threshold decisions (SPEC 4, 4b): what an operations team decides on, for one model.
+
+:class:`DecisionOptions` holds the decision parameters (target accuracy, costs,
+bootstrap, slices); :func:`automation_section` computes every automation figure of a
+model from its :class:`~kieval_core.review.ReviewModel` and returns the JSON report's
+``automation`` section. Without any confidence every figure is null with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+
+from .calibration import calibration
+from .errors import KievalOptionError
+from .field_thresholds import per_field_thresholds
+from .results import ModelResult
+from .review import NO_CONFIDENCE, Costs, automation_curve, minimum_cost, recommend, review_with, with_costs
+from .uncertainty import bootstrap, holdout, random_half
+
+ENTITY_CURVE = ["threshold", "auto_rate", "kieval_aligned"]
+DOCUMENT_CURVE = ["threshold", "straight_through_rate", "document_accuracy"]
+
+
+@dataclass(frozen=True)
+class DecisionOptions:
+    """The parameters of threshold decisions; none of them changes a metric.
+
+    Parameters
+    ----------
+    target : float
+        Accuracy after review (KIEval_Aligned^t) the recommended threshold must reach.
+    document_target : float or None
+        Share of documents right after review for the document-level recommendation
+        (default: ``target``).
+    costs : Costs
+        Cost per review, per opened document and per escaped error.
+    resamples, seed : int
+        The bootstrap over documents (0 resamples: no intervals).
+    slices : tuple of str
+        Metadata keys whose values get their own recommendation.
+    """
+
+    target: float = 0.95
+    document_target: float | None = None
+    costs: Costs = field(default_factory=Costs)
+    resamples: int = 1000
+    seed: int = 0
+    slices: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name, value in (("target", self.target), ("document target", self.document_target)):
+            if value is not None and not 0.0 <= value <= 1.0:
+                msg = f"the {name} must lie in [0, 1], got {value}"
+                raise KievalOptionError(msg)
+        if self.resamples < 0:
+            msg = f"the number of bootstrap resamples must be >= 0, got {self.resamples}"
+            raise KievalOptionError(msg)
+
+    @property
+    def documents_target(self) -> float:
+        return self.target if self.document_target is None else self.document_target
+
+
+Records = Callable[[pd.DataFrame], object]
+
+
+def _plain_records(frame: pd.DataFrame) -> list[dict]:
+    return frame.to_dict(orient="records")
+
+
+def automation_section(model: ModelResult, options: DecisionOptions,
+                       records: Records = _plain_records) -> dict:
+    """The ``automation`` section of one model's JSON report. ``records`` turns a table
+    into its JSON value (the report writer passes a fast column-wise one)."""
+    section: dict = {
+        "has_confidence": model.has_confidence,
+        "confidence_coverage": model.confidence_coverage,
+        "cost": options.costs.as_dict(),
+    }
+    if not model.has_confidence:
+        n = model.n_documents
+        full = model.review
+        full_review = review_with(full, np.full(full.n_predictions, np.inf), options.costs)
+        section.update({
+            "reason": NO_CONFIDENCE, "curve": None, "recommended": None,
+            "documents": None, "min_cost": None, "per_field": None, "by_entity_type": None,
+            "slices": None, "holdout": None, "calibration": None, "band": None,
+            "without_review": {"kieval_aligned": model.aligned,
+                               "cost_per_1000_documents": _cost_without_review(model, options.costs)},
+            "full_review": {"kieval_aligned": full_review.kieval_aligned,
+                            "reviews_per_1000_documents": full_review.reviews_per_1000_documents,
+                            "cost_per_1000_documents": full_review.cost_per_1000_documents,
+                            "documents": n},
+        })
+        return section
+    review = model.review
+    curve = with_costs(model.curve, options.costs, model.n_documents)
+    entity = recommend(curve, options.target, model.n_documents)
+    band = None
+    if options.resamples:
+        boot = bootstrap(review, options.target, options.resamples, options.seed)
+        entity = _with_interval(entity, boot.interval())
+        band = {"seed": boot.seed, "resamples": boot.resamples, "reachable_share": boot.reachable_share,
+                "points": records(boot.band)}
+    document = recommend(curve, options.documents_target, model.n_documents, level="document")
+    fields = per_field_thresholds(review, options.target)
+    check = holdout(review, options.target, random_half(review.n_documents, options.seed),
+                    resamples=max(options.resamples, 1), seed=options.seed)
+    section.update({
+        "reason": None,
+        "curve": records(curve[ENTITY_CURVE]),
+        "recommended": entity.as_dict(),
+        "documents": {"curve": records(curve[DOCUMENT_CURVE]), "recommended": document.as_dict()},
+        "min_cost": minimum_cost(curve).as_dict(),
+        "per_field": {**fields.as_dict(), "table": records(fields.table)},
+        "by_entity_type": {
+            etype: records(part[ENTITY_CURVE])
+            for etype, part in model.curves_by_entity_type.groupby("entity_type", sort=True)
+        },
+        "slices": {key: slice_thresholds(model, key, options.target).as_dict(model, options.costs)
+                   for key in options.slices},
+        "holdout": check.as_dict(),
+        "calibration": records(calibration(review)),
+        "band": band,
+    })
+    return section
+
+
+def _with_interval(rec, interval: dict):
+    return replace(rec, interval=interval)
+
+
+def _cost_without_review(model: ModelResult, costs: Costs) -> float:
+    c = model.corrections
+    total = costs.substitution * c.substitution + costs.addition * c.addition + costs.deletion * c.deletion
+    return 1000.0 * total / model.n_documents if model.n_documents else 0.0
+
+
+@dataclass(frozen=True, eq=False)
+class SliceThresholds:
+    """One threshold per value of a metadata key (a slice of documents), each the smallest
+    that reaches the target on its slice; a slice that cannot reach it with automation is
+    fully reviewed. ``limits`` holds every prediction's threshold under this plan."""
+
+    key: str
+    target: float
+    rows: list[dict]
+    limits: np.ndarray
+
+    @property
+    def unreachable(self) -> list[str]:
+        return [r["value"] for r in self.rows if not r["recommended"]["reachable"]]
+
+    def as_dict(self, model: ModelResult, costs: Costs) -> dict:
+        combined = review_with(model.review, self.limits, costs)
+        return {"values": self.rows, "combined": combined.as_dict()}
+
+
+def slice_thresholds(model: ModelResult, key: str, target: float) -> SliceThresholds:
+    """Per value of a metadata key: its documents, accuracy without review, and its own
+    recommended threshold for ``target``; and the plan that applies them together."""
+    labels = model.slice_labels(key)
+    review = model.review
+    rows, doc_limit = [], np.full(review.n_documents, np.inf)
+    for value in sorted(labels.unique(), key=str):
+        mine = (labels == value).to_numpy()
+        part = review.restrict(mine)
+        curve = automation_curve(part)
+        rec = recommend(curve, target, part.n_documents)
+        rows.append({"value": value, "n_documents": part.n_documents,
+                     "kieval_aligned": float(curve["kieval_aligned"].iloc[0]), "recommended": rec.as_dict()})
+        if rec.reachable:
+            doc_limit[mine] = rec.threshold
+    return SliceThresholds(key, target, rows, doc_limit[review.doc])

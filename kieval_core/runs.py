@@ -1,0 +1,341 @@
+"""Runs that outlive a process: an evaluation saved as Parquet plus a JSON manifest, and
+read back without the raw inputs (``kieval evaluate --save-run DIR``, ``kieval dashboard
+DIR``).
+
+Layout of a run directory::
+
+    manifest.json                  what was evaluated, how, with the inputs' digests
+    report.json                    the JSON report of the run
+    gt/entities.parquet            the ground truth's entity table
+    gt/entities/part-<k>.parquet     ... or the same, one file per partition
+    gt/meta.parquet                its metadata (when declared)
+    models/<i>/documents.parquet   per-document counts (the tally), and per entity type,
+    models/<i>/entity_types.parquet  per group type
+    models/<i>/group_types.parquet
+    models/<i>/predictions.parquet the review model: per prediction, and per (type, document)
+    models/<i>/base.parquet
+    models/<i>/peer_documents.parquet, models/<i>/peer_<table>.parquet   peer metrics
+    models/<i>/detail/<table>.parquet          the engine's cells, pairs and entities
+    models/<i>/detail/part-<k>/<table>.parquet   ... or the same, one folder per partition
+
+A distributed run writes the ground truth's entities and the detail per partition (its
+workers write them, :func:`save_partition`); :func:`load_detail` reads the partitions that
+hold a document (Parquet filters), so a laptop can open one document of a run scored on a
+cluster.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
+
+from . import __version__
+from .engine import STATUSES, Counted
+from .errors import KievalInputError
+from .model import Dataset, DatasetSummary
+from .normalize import Normalizer
+from .peer_families import PeerFigures
+from .results import EvaluationResult, ModelResult
+from .review import ReviewModel
+from .shards import is_glob, shard_paths
+from .tally import Tally
+
+RUN_FORMAT = 1
+DETAIL_TABLES = ("cells", "pairs", "gt_entities", "pred_entities", "flat")
+_REVIEW_ARRAYS = ("confidence", "has_confidence", "doc", "entity_type", "wrong", "gain")
+_BASE_ARRAYS = ("base_type", "base_doc", "base_tp", "base_addition")
+
+
+def digest(path: str | Path) -> str:
+    """SHA-256 of a file, or of a directory's files or a glob's (names and contents, sorted)."""
+    if is_glob(path):
+        files = shard_paths(path)
+        base = Path(str(path)).parent
+    else:
+        path = Path(path)
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        base = path if path.is_dir() else None
+    h = hashlib.sha256()
+    for file in files:
+        if base is not None:
+            h.update(str(file.relative_to(base)).encode())
+        with file.open("rb") as stream:
+            for chunk in iter(lambda: stream.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+def _write(frame: pd.DataFrame, path: Path, index: bool = False) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_parquet(path, index=index)
+
+
+def save_detail(counted: Counted, directory: Path) -> None:
+    """The engine's tables of one model (or one partition of it) as Parquet."""
+    for name in DETAIL_TABLES:
+        table = getattr(counted, name).copy()
+        if "status" in table:
+            table["status"] = table["status"].astype(str)
+        for column in table.columns:  # object columns of text and None stay text
+            if table[column].dtype == object:
+                table[column] = table[column].astype("string")
+        _write(table, directory / f"{name}.parquet")
+
+
+def partition_name(index: int) -> str:
+    """The folder or file name of partition ``index`` (zero-padded: names sort as numbers)."""
+    return f"part-{index:05d}"
+
+
+def save_partition(directory: str | Path, index: int, gt: Dataset, counted: Sequence[Counted | None]) -> None:
+    """What one partition of a distributed run keeps: its ground-truth entities and each
+    model's detail (``counted[i]`` of model ``i``; None when the partition has no GT
+    document)."""
+    directory = Path(directory)
+    _write(gt.entities, directory / "gt" / "entities" / f"{partition_name(index)}.parquet")
+    for i, model in enumerate(counted):
+        if model is not None:
+            save_detail(model, directory / "models" / str(i) / "detail" / partition_name(index))
+
+
+def clear_partitions(directory: str | Path) -> None:
+    """Remove what an earlier distributed run wrote per partition into ``directory``
+    (``gt/entities/`` and ``models/*/detail/``), so no stale partition is read back."""
+    directory = Path(directory)
+    for folder in [directory / "gt" / "entities", *directory.glob("models/*/detail")]:
+        if folder.is_dir():
+            shutil.rmtree(folder)
+
+
+def save_tally(tally: Tally, directory: Path) -> dict:
+    """The mergeable counts and the review model of one model; returns their labels."""
+    for name in ("documents", "entity_types", "group_types"):
+        _write(getattr(tally, name).reset_index(), directory / f"{name}.parquet")
+    review = tally.review
+    _write(pd.DataFrame({k: getattr(review, k) for k in _REVIEW_ARRAYS}), directory / "predictions.parquet")
+    _write(pd.DataFrame({k: getattr(review, k) for k in _BASE_ARRAYS}), directory / "base.parquet")
+    return {"doc_ids": list(review.doc_ids), "entity_types": list(review.entity_types)}
+
+
+def save_run(
+    result: EvaluationResult,
+    directory: str | Path,
+    report_text: str,
+    inputs: dict[str, Any],
+    options: dict[str, Any],
+) -> Path:
+    """Write a run: ``inputs`` names each input's source and digest, ``options`` how it
+    was read and scored (both as JSON values)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    gt = result.gt
+    if not isinstance(gt, DatasetSummary):  # a distributed run's workers wrote them per partition
+        _write(gt.entities, directory / "gt" / "entities.parquet")
+    if gt.meta is not None:
+        _write(gt.meta.reset_index(), directory / "gt" / "meta.parquet")
+    models = []
+    for i, (name, model) in enumerate(result.models.items()):
+        folder = directory / "models" / str(i)
+        labels = save_tally(model.tally, folder)
+        if model.counted is not None:
+            save_detail(model.counted, folder / "detail")
+        peer = {}
+        documents = [figures.documents for figures in model.peer.values()]
+        if documents:
+            _write(pd.concat(documents, axis=1).reset_index(), folder / "peer_documents.parquet")
+        for family, figures in model.peer.items():
+            peer[family] = {
+                "figures": dict(figures.figures),
+                "documents": list(figures.documents.columns),
+                "tables": list(figures.tables),
+            }
+            for table_name, table in figures.tables.items():
+                _write(table, folder / f"peer_{table_name}.parquet", index=True)
+        models.append(
+            {
+                "name": name,
+                "source": model.source,
+                "format": model.format,
+                "notes": list(model.notes),
+                "warnings": list(model.warnings),
+                "missing_documents": list(model.missing_documents),
+                "unknown_documents": list(model.unknown_documents),
+                "peer": peer,
+                **labels,
+            }
+        )
+    manifest = {
+        "kieval_run": RUN_FORMAT,
+        "tool": {"name": "kieval-workbench", "version": __version__},
+        "inputs": inputs,
+        "options": options,
+        "normalizer": asdict(result.normalizer),
+        "metrics": list(result.metrics),
+        "warnings": list(result.warnings),
+        "ground_truth": {
+            "name": gt.name,
+            "source": gt.source,
+            "format": gt.format,
+            "doc_ids": list(gt.doc_ids),
+            "warnings": list(gt.warnings),
+            "notes": list(gt.notes),
+        },
+        "models": models,
+    }
+    (directory / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1), "utf-8")
+    (directory / "report.json").write_text(report_text, "utf-8")
+    return directory
+
+
+@dataclass(frozen=True)
+class SavedRun:
+    """A run read back: the evaluation, and its manifest."""
+
+    directory: Path
+    result: EvaluationResult
+    manifest: dict
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha256(json.dumps(self.manifest["inputs"], sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _read(path: Path) -> pd.DataFrame:
+    return pd.read_parquet(path)
+
+
+def _categorical(frame: pd.DataFrame, columns: tuple[str, ...]) -> pd.DataFrame:
+    for column in columns:
+        if column in frame:
+            frame[column] = frame[column].astype(object).astype("category")
+    return frame
+
+
+def load_detail(directory: str | Path, doc_id: str | None = None) -> Counted | None:
+    """The engine's tables of one model (``models/<i>/detail``), whole or for one document;
+    None when the run kept none."""
+    directory = Path(directory)
+    if not directory.exists():
+        return None
+    tables = {}
+    for name in DETAIL_TABLES:
+        files = sorted(directory.glob(f"**/{name}.parquet"))
+        dataset = pads.dataset([str(f) for f in files], format="parquet")
+        flt = (pads.field("doc_id") == doc_id) if doc_id is not None else None
+        frame = dataset.to_table(filter=flt).to_pandas()
+        if doc_id is None and len(files) > 1:  # partitions: their row numbers become global
+            tables[f"_{name}_sizes"] = [pq.ParquetFile(f).metadata.num_rows for f in files]
+        for column in frame.columns:
+            if pd.api.types.is_string_dtype(frame[column].dtype) and column not in ("doc_id",):
+                frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
+        if "status" in frame:
+            frame["status"] = pd.Categorical(frame["status"], categories=list(STATUSES))
+        tables[name] = _categorical(frame, ("doc_id", "group_type", "entity_type"))
+    if "_cells_sizes" in tables:
+        _global_rows(tables)
+    doc_ids = tuple(sorted(set(tables["cells"]["doc_id"].astype(object))))
+    return Counted(doc_ids=doc_ids, **tables)
+
+
+def _global_rows(tables: dict) -> None:
+    """Row references of partitioned detail tables (``cell``, ``partner``) point into their
+    own partition; shift them by the rows of the partitions before it."""
+    sizes = {name: np.asarray(tables.pop(f"_{name}_sizes"), np.int64) for name in DETAIL_TABLES}
+    starts = {name: np.concatenate([[0], np.cumsum(n)[:-1]]) for name, n in sizes.items()}
+    for side, other in (("gt_entities", "pred_entities"), ("pred_entities", "gt_entities")):
+        part = np.repeat(np.arange(len(sizes[side])), sizes[side])
+        frame = tables[side]
+        frame["cell"] = frame["cell"].to_numpy() + starts["cells"][part]
+        partner = frame["partner"].to_numpy()
+        frame["partner"] = np.where(partner >= 0, partner + starts[other][part], -1)
+
+
+def load_run(directory: str | Path) -> SavedRun:
+    """Read a run written by :func:`save_run` (refuses anything else with a message)."""
+    directory = Path(directory)
+    manifest_path = directory / "manifest.json"
+    if not manifest_path.is_file():
+        raise KievalInputError(str(directory), None, "not a saved run (no manifest.json)")
+    manifest = json.loads(manifest_path.read_text("utf-8"))
+    if manifest.get("kieval_run") != RUN_FORMAT:
+        raise KievalInputError(
+            str(directory), "manifest.json", f"unknown run format {manifest.get('kieval_run')!r}"
+        )
+    info = manifest["ground_truth"]
+    meta = None
+    if (directory / "gt" / "meta.parquet").exists():
+        meta = _read(directory / "gt" / "meta.parquet").set_index("doc_id")
+    entities = directory / "gt" / "entities.parquet"
+    if not entities.exists():  # a distributed run: one file per partition
+        entities = directory / "gt" / "entities"
+    gt = Dataset(
+        info["name"],
+        info["source"],
+        _read(entities),
+        tuple(info["doc_ids"]),
+        None,
+        tuple(info["warnings"]),
+        meta,
+        info["format"],
+        tuple(info["notes"]),
+    )
+    models = {}
+    for i, entry in enumerate(manifest["models"]):
+        folder = directory / "models" / str(i)
+        tally = _load_tally(folder, entry)
+        peer = {}
+        peer_documents = (
+            _read(folder / "peer_documents.parquet").set_index("doc_id") if entry["peer"] else None
+        )
+        for family, saved in entry["peer"].items():
+            tables = {t: _read(folder / f"peer_{t}.parquet") for t in saved["tables"]}
+            peer[family] = PeerFigures(saved["figures"], peer_documents[saved["documents"]], tables)
+        models[entry["name"]] = ModelResult(
+            name=entry["name"],
+            source=entry["source"],
+            tally=tally,
+            missing_documents=tuple(entry["missing_documents"]),
+            unknown_documents=tuple(entry["unknown_documents"]),
+            warnings=tuple(entry["warnings"]),
+            peer=peer,
+            meta=meta,
+            counted=load_detail(folder / "detail"),
+            format=entry["format"],
+            notes=tuple(entry["notes"]),
+        )
+    result = EvaluationResult(
+        gt,
+        models,
+        Normalizer(**manifest["normalizer"]),
+        tuple(manifest["metrics"]),
+        tuple(manifest["warnings"]),
+    )
+    return SavedRun(directory, result, manifest)
+
+
+def _load_tally(folder: Path, entry: dict) -> Tally:
+    def indexed(name: str) -> pd.DataFrame:
+        frame = _read(folder / f"{name}.parquet")
+        return frame.set_index(frame.columns[0]).astype(np.int64)
+
+    predictions = _read(folder / "predictions.parquet")
+    base = _read(folder / "base.parquet")
+    review = ReviewModel(
+        **{k: predictions[k].to_numpy() for k in _REVIEW_ARRAYS},
+        doc_ids=tuple(entry["doc_ids"]),
+        entity_types=tuple(entry["entity_types"]),
+        **{k: base[k].to_numpy() for k in _BASE_ARRAYS},
+    )
+    documents = indexed("documents")
+    documents.index = pd.Index(documents.index.astype(object), name="doc_id", dtype=object)
+    return Tally(documents, indexed("entity_types"), indexed("group_types"), review)
