@@ -1,245 +1,534 @@
-"""Automation: choose the confidence threshold below which a person reviews predictions
-(the paper's Appendix C). Move the slider or click a point on either curve."""
+"""Automation: decide which predictions a person reviews (the paper's Appendix C).
 
+Decide by a target accuracy, an automation rate, a review budget, or a threshold; one
+operating point then drives every card, chart and table of the page. Every figure comes
+from the core's review model (kieval_core.review): this page gathers the choice and draws.
+"""
+
+import numpy as np
+import pandas as pd
 import streamlit as st
 
-from kieval_app import automation, workspace
+from kieval_app import automation, session
+from kieval_app.columns import shown
 from kieval_app.text import md, number, pct
+from kieval_core.calibration import calibration, reliability_of
+from kieval_core.decisions import slice_thresholds
+from kieval_core.field_thresholds import per_field_thresholds
+from kieval_core.review import (
+    Costs,
+    minimum_cost,
+    recommend,
+    recommend_for_automation,
+    recommend_for_budget,
+    review_by_entity_type,
+    review_with,
+    with_costs,
+)
+from kieval_core.uncertainty import bootstrap, holdout, random_half
 
-ws = workspace.current()
-workspace.require_models(ws)
-name = workspace.selected_model(ws)
+ws = session.current()
+session.require_models(ws)
+name = session.selected_model(ws)
 model = ws.result.models[name]
-curve = model.curve
+review = model.review
+n_docs = model.n_documents
 
 st.title("Automation threshold")
 st.caption(
-    f"Model **{md(name)}**. A prediction with confidence below τ goes to a person, who "
-    "fixes it by retyping or deleting; the rest is automated. Missing values are never "
-    "added by this review, so some accuracy stays out of reach."
+    f"Model **{md(name)}**. A prediction whose confidence is below the threshold τ goes to a person, who "
+    "retypes or deletes it; the rest is automated. Missing values are never added by this review, so "
+    "some accuracy stays out of reach."
 )
-confidences = model.counted.pred_entities["confidence"]
-missing_confidence = float(confidences.isna().mean()) if len(confidences) else 0.0
-if model.has_confidence and missing_confidence > 0:
+
+# --- costs (shared by every mode) ----------------------------------------------------------
+COSTS = {
+    "auto_cost_review": 1.0,
+    "auto_cost_document": 0.0,
+    "auto_cost_substitution": 10.0,
+    "auto_cost_addition": 10.0,
+    "auto_cost_deletion": 10.0,
+}
+for key, value in COSTS.items():
+    st.session_state.setdefault(key, value)
+
+
+def costs() -> Costs:
+    s = st.session_state
+    return Costs(
+        s["auto_cost_review"],
+        s["auto_cost_document"],
+        s["auto_cost_substitution"],
+        s["auto_cost_addition"],
+        s["auto_cost_deletion"],
+    )
+
+
+if not model.has_confidence:
     st.info(
-        f"{missing_confidence:.0%} of this model's predictions carry no confidence. They count "
-        "as 1.0: automated at every τ up to 1, reviewed only above 1.",
+        "This model's predictions carry no confidence, so there is no threshold to choose: every "
+        "prediction is either automated or reviewed. Both cases below.",
         icon=":material/info:",
     )
-if not model.has_confidence:
-    st.warning(
-        "This model's predictions carry no confidence. Every prediction counts as 1.0, "
-        "so a threshold can only review everything or nothing.",
-        icon=":material/warning:",
+    everything = review_with(review, np.full(review.n_predictions, np.inf), costs())
+    nothing = review_with(review, np.zeros(review.n_predictions), costs())
+    rows = pd.DataFrame(
+        [
+            {
+                "case": "no review",
+                "accuracy": nothing.kieval_aligned,
+                "reviews per 1,000 documents": 0.0,
+                "cost per 1,000 documents": nothing.cost_per_1000_documents,
+            },
+            {
+                "case": "review every prediction",
+                "accuracy": everything.kieval_aligned,
+                "reviews per 1,000 documents": everything.reviews_per_1000_documents,
+                "cost per 1,000 documents": everything.cost_per_1000_documents,
+            },
+        ]
+    )
+    frame, columns = shown(
+        rows,
+        counts={"reviews per 1,000 documents", "cost per 1,000 documents"},
+        labels={"accuracy": "accuracy (KIEval_Aligned)"},
+    )
+    st.dataframe(frame, hide_index=True, column_config=columns, placeholder="")
+    st.caption("Costs: 1 per reviewed prediction, 10 per error left (change them in the costs below).")
+    st.stop()
+
+coverage = model.confidence_coverage
+if coverage < 1:
+    st.info(
+        f"{coverage:.0%} of this model's predictions carry a confidence; the others count as 1.0: "
+        "automated at every threshold up to 1, reviewed only when everything is.",
+        icon=":material/info:",
     )
 
-# --- inputs ------------------------------------------------------------------------------
-TAU = "auto_tau"
-tau_max = float(max(1.0, round(float(curve["threshold"].max()) + 5e-5, 4)))
-target = None
-left, right = st.columns([1, 2], vertical_alignment="top")
-with left:
-    target = workspace.target_input("auto_target")
-    recommendation = model.recommend(target)
-    if TAU not in st.session_state:
-        st.session_state[TAU] = recommendation.threshold if recommendation.reachable else 0.5
-    st.session_state[TAU] = min(max(float(st.session_state[TAU]), 0.0), tau_max)
+curve = session.view("cost_curve", lambda: with_costs(model.curve, costs(), n_docs), name, costs())
+meta_keys = [k for k in (model.meta.columns if model.meta is not None else [])]
+
+MODES = ["accuracy", "automation", "budget", "threshold"]
+SCOPES = {"one": "one τ for every field", "field": "one τ per field"}
+SCOPES.update({f"slice:{k}": f"one τ per {k}" for k in meta_keys})
+st.session_state.setdefault("auto_mode", MODES[0])
+st.session_state.setdefault("auto_target", 0.95)
+st.session_state.setdefault("auto_goal", 0.80)
+st.session_state.setdefault("auto_budget", 1000.0)
+if st.session_state.get("auto_scope") not in SCOPES:
+    st.session_state["auto_scope"] = "one"
 
 
-def _use(threshold):
-    st.session_state[TAU] = min(max(float(threshold), 0.0), tau_max)
-
-
-def _from_chart(key):
-    threshold = automation.threshold_from_selection(st.session_state[key].selection)
-    if threshold is not None:
-        _use(threshold)
-
-
-with left:
-    st.slider(
-        "Confidence threshold τ",
-        min_value=0.0,
-        max_value=tau_max,
-        step=0.0001,
-        format="%.4f",
-        key=TAU,
-        help="Predictions with confidence < τ are reviewed",
+@st.fragment
+def decision() -> None:
+    """The choice and everything it drives; a change reruns only this part of the page."""
+    mode = st.segmented_control(
+        "Decide by",
+        MODES,
+        key="auto_mode",
+        required=True,
         persist_state="session",
+        help="accuracy: a target accuracy after review; automation: a share of predictions that skip "
+        "review; budget: reviews per 1,000 documents; threshold: τ itself, step by step",
     )
-    st.button(
-        "Use the recommended τ",
-        key="auto_use_recommended",
-        icon=":material/recommend:",
-        disabled=not recommendation.reachable,
-        on_click=_use,
-        args=(recommendation.threshold,),
+    c2, c3 = st.columns(2, vertical_alignment="bottom")
+    scope = c3.selectbox(
+        "Thresholds",
+        list(SCOPES),
+        format_func=SCOPES.get,
+        key="auto_scope",
+        help="Per field: each field gets the threshold that reaches the target overall with "
+        "the fewest reviews. Per slice: each value of a metadata key gets its own.",
     )
-tau = float(st.session_state[TAU])
-now = automation.review_summary(model, tau)
+    if scope != "one" and mode != "accuracy":
+        st.session_state["auto_mode"] = mode = "accuracy"
+        st.caption("Per-field and per-slice thresholds are chosen for a target accuracy.")
+    target = None
+    if mode == "accuracy":
+        target = c2.number_input(
+            "Target accuracy after review",
+            0.0,
+            1.0,
+            step=0.01,
+            format="%.3f",
+            key="auto_target",
+            persist_state="session",
+        )
+    elif mode == "automation":
+        goal = c2.number_input(
+            "Automate at least",
+            0.0,
+            1.0,
+            step=0.05,
+            format="%.2f",
+            key="auto_goal",
+            persist_state="session",
+            help="Share of predictions that skip review",
+        )
+    elif mode == "budget":
+        budget = c2.number_input(
+            "Reviews / 1,000 docs",
+            0.0,
+            step=100.0,
+            format="%.0f",
+            key="auto_budget",
+            persist_state="session",
+        )
 
-with right:
-    if recommendation.reachable:
+    # --- the operating point -------------------------------------------------------------
+    limits = None
+    tau = None
+    note = None
+    if scope == "field":
+        fields = session.view("fields", lambda: per_field_thresholds(review, target), name, target)
+        if not fields.reachable:
+            note = (
+                f"No combination of per-field thresholds reaches {target:.1%} with automation; "
+                "showing every field's threshold at full review."
+            )
+        limits = review.thresholds_of(fields.thresholds)
+    elif scope.startswith("slice:"):
+        key = scope.split(":", 1)[1]
+        plan = session.view("slices", lambda: slice_thresholds(model, key, target), name, key, target)
+        limits = plan.limits
+        if plan.unreachable:
+            note = (
+                f"{len(plan.unreachable)} value(s) of {key} cannot reach {target:.1%} with automation and "
+                f"are fully reviewed: {', '.join(map(str, plan.unreachable[:5]))}."
+            )
+    else:
+        if mode == "accuracy":
+            rec = recommend(curve, target, n_docs)
+            if rec.reachable:
+                tau = rec.threshold
+            else:
+                best_row = curve[curve["auto_rate"] > 0].sort_values(
+                    ["kieval_aligned", "threshold"], ascending=[False, True], kind="stable"
+                )
+                tau = (
+                    float(best_row["threshold"].iloc[0])
+                    if len(best_row)
+                    else float(curve["threshold"].iloc[-1])
+                )
+                best = "n/a" if rec.best_reachable is None else pct(rec.best_reachable)
+                note = (
+                    f"A target of {target:.1%} is **not reachable with automation**: only reviewing every "
+                    f"prediction gets there. The best accuracy with some automation is {best} (τ = "
+                    f"{automation.tau_text(tau)}, shown below)."
+                )
+        elif mode == "automation":
+            tau = recommend_for_automation(curve, goal, n_docs).threshold
+        elif mode == "budget":
+            tau = recommend_for_budget(curve, budget, n_docs).threshold
+        else:
+            points = automation.operating_points(curve, 400, keep=(st.session_state.get("auto_tau"),))
+            options = points["threshold"].tolist()
+            if st.session_state.get("auto_tau") not in options:  # start at the recommendation
+                start = recommend(curve, st.session_state["auto_target"], n_docs).threshold
+                st.session_state["auto_tau"] = options[
+                    min(int(np.searchsorted(options, start or options[-1])), len(options) - 1)
+                ]
+            formatted = {
+                t: f"τ {automation.tau_text(t)}: {a:.1%} automated, {acc:.1%} accurate"
+                for t, a, acc in zip(
+                    points["threshold"], points["auto_rate"], points["kieval_aligned"], strict=True
+                )
+            }
+            tau = c2.select_slider(
+                "Operating point",
+                options,
+                format_func=lambda t: formatted[t][:14],
+                key="auto_tau",
+                help="Arrow keys step from one operating point to the next",
+            )
+            st.caption(
+                formatted[tau] + ". The slider's steps are the real operating points (evenly spaced "
+                "whatever the confidences), and a click on a chart point picks it too."
+            )
+        limits = np.full(review.n_predictions, tau)
+    point = review_with(review, limits, costs())
+    if note:
+        st.warning(note, icon=":material/block:")
+    elif mode == "accuracy" and scope == "one":
         st.success(
-            f"**Recommended for {target:.1%} accuracy: τ = "
-            f"{automation.tau_text(recommendation.threshold)}**, "
-            f"automating {recommendation.auto_rate:.1%} of the predictions (accuracy "
-            f"{recommendation.kieval_aligned:.2%}) with "
-            f"{recommendation.reviews_per_1000_documents:,.0f} reviews per 1,000 documents.",
+            f"**τ = {automation.tau_text(tau)}** reaches {target:.1%}: the smallest threshold that "
+            "does, so the most automation.",
             icon=":material/recommend:",
         )
-    else:
-        st.warning(
-            f"A target of {target:.1%} cannot be reached by review: the best is "
-            f"{recommendation.best_reachable:.2%}, because missing values stay missing.",
-            icon=":material/block:",
-        )
-    st.markdown(f"**At τ = {automation.tau_text(tau)}**")
-    m1, m2, m3 = st.columns(3)
-    m1.metric(
-        "Automation rate",
-        pct(now["auto_rate"], 1),
+
+    # --- the cards ---------------------------------------------------------------------------
+    predictions, work, documents = st.columns(3), st.columns(3), st.columns(3)
+    predictions[0].metric(
+        "Automated",
+        pct(point.auto_rate),
         border=True,
         help="Share of predictions with confidence ≥ τ: not reviewed",
     )
-    m2.metric(
+    predictions[1].metric(
         "Accuracy after review",
-        pct(now["kieval_aligned"], 2),
+        pct(point.kieval_aligned),
         border=True,
-        help="KIEval_Aligned^τ: correct values over correct values plus corrections left",
+        help="KIEval_Aligned^τ: right values over right values plus corrections left",
     )
-    m3.metric(
+    predictions[2].metric(
+        "Errors left",
+        number(point.errors),
+        border=True,
+        help=f"{number(point.substitution)} substitutions, {number(point.addition)} additions "
+        f"(never fixed by review), {number(point.deletion)} deletions",
+    )
+    work[0].metric(
         "Reviews / 1,000 docs",
-        number(round(now["reviews_per_1000_documents"])),
+        number(round(point.reviews_per_1000_documents)),
         border=True,
-        help=f"{now['reviewed']:,} of {now['predictions']:,} predictions reviewed, "
-        f"{model.n_documents:,} documents",
+        help=f"{number(point.reviewed)} of {number(point.predictions)} predictions reviewed, "
+        f"{number(n_docs)} documents",
     )
-    st.markdown("**Errors that still escape, by kind**")
-    e1, e2, e3 = st.columns(3)
-    e1.metric(
-        "Substitutions",
-        number(now["substitution"]),
+    work[1].metric(
+        "Opened / 1,000 docs",
+        number(round(1000 * point.opened_documents / max(n_docs, 1))),
         border=True,
-        help="Wrong values automated where a value is expected: still to retype",
+        help="Documents with at least one prediction reviewed",
     )
-    e2.metric(
-        "Additions",
-        number(now["addition"]),
+    work[2].metric(
+        "Cost / 1,000 docs",
+        number(round(point.cost_per_1000_documents)),
         border=True,
-        help="Missing values: review of predictions never adds them",
+        help="Reviews, opened documents and errors left, at the costs below",
     )
-    e3.metric(
-        "Deletions",
-        number(now["deletion"]),
+    documents[0].metric(
+        "Straight through",
+        pct(point.straight_through_rate),
         border=True,
-        help="Spurious values automated: still to delete",
+        help="Documents with no prediction reviewed",
+    )
+    documents[1].metric(
+        "Right after review",
+        pct(point.document_accuracy),
+        border=True,
+        help="Documents with no error left (missing values included)",
     )
 
-# --- curves ------------------------------------------------------------------------------
-best = recommendation.threshold if recommendation.reachable else None
-c1, c2 = st.columns(2)
-with c1:
-    st.subheader("Accuracy and automation against τ")
-    st.plotly_chart(
-        automation.threshold_figure(curve, tau, best, target),
-        key="auto_fig7",
-        on_select=lambda: _from_chart("auto_fig7"),
-        selection_mode="points",
-        config={"displayModeBar": False},
-    )
-    st.caption("The paper's Fig. 7. Click a point to set τ.")
-with c2:
-    st.subheader("Trade-off")
-    st.plotly_chart(
-        automation.tradeoff_figure(curve, tau, best, target),
-        key="auto_tradeoff",
-        on_select=lambda: _from_chart("auto_tradeoff"),
-        selection_mode="points",
-        config={"displayModeBar": False},
-    )
-    st.caption(
-        "Each point is one threshold: how much is automated, and how accurate the result is "
-        "after review. Click a point to set τ."
-    )
+    # --- the charts ----------------------------------------------------------------------------
+    def pick(key: str) -> None:
+        chosen = automation.threshold_from_selection(st.session_state[key].selection)
+        if chosen is not None:
+            st.session_state["auto_mode"] = "threshold"
+            st.session_state["auto_scope"] = "one"
+            st.session_state["auto_tau"] = chosen
 
-with st.expander("Errors left at this τ, per entity type"):
-    left_over = automation.escaping_errors(model, tau)
-    st.dataframe(
-        left_over[left_over["errors"] > 0].sort_values("errors", ascending=False), hide_index=True
-    )
-
-# --- per-field thresholds ----------------------------------------------------------------
-st.subheader("One threshold per entity type")
-if st.toggle(
-    "Use per-field thresholds",
-    key="auto_per_field",
-    persist_state="session",
-    help="Review more where a review pays off most; each entity type gets its own τ",
-):
-    fields = automation.per_field_thresholds(model, target)
-    edited = st.data_editor(
-        fields,
-        hide_index=True,
-        key="auto_fields",
-        disabled=[c for c in fields.columns if c != "threshold"],
-        column_config={
-            "threshold": st.column_config.NumberColumn(
-                "τ (editable)", min_value=0.0, max_value=tau_max, step=0.0001, format="%.4f"
+    band = None
+    if target is not None and scope == "one":
+        boot = session.view("bootstrap", lambda: bootstrap(review, target, 1000, 0), name, target)
+        band = boot.band
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**Accuracy and automation at every threshold**")
+        st.plotly_chart(
+            automation.threshold_figure(curve, tau, target, band),
+            key="auto_fig7",
+            on_select=lambda: pick("auto_fig7"),
+            selection_mode="points",
+            config={"displayModeBar": False},
+        )
+        st.caption(
+            "The paper's Fig. 7 as steps through the real operating points; the shaded band is the "
+            "95% bootstrap interval of the accuracy. Click a point to choose it."
+        )
+    with right:
+        st.markdown("**Trade-off**")
+        fig = automation.tradeoff_figure(curve, tau, target)
+        if tau is None:
+            fig.add_scatter(
+                x=[point.auto_rate],
+                y=[point.kieval_aligned],
+                mode="markers",
+                name="chosen point",
+                marker={"size": 16, "color": "#333", "symbol": "circle-open", "line": {"width": 3}},
+            )
+        st.plotly_chart(
+            fig,
+            key="auto_tradeoff",
+            on_select=lambda: pick("auto_tradeoff"),
+            selection_mode="points",
+            config={"displayModeBar": False},
+        )
+        st.caption(
+            "Each marker is a real threshold; the steps show the best accuracy that keeps at least "
+            "that much automation (no threshold lies between two markers)."
+        )
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**Documents: straight through, and right after review**")
+        st.plotly_chart(
+            automation.tradeoff_figure(
+                curve,
+                tau,
+                None,
+                x="straight_through_rate",
+                y="document_accuracy",
+                labels=(
+                    "straight through (no prediction reviewed)",
+                    "documents right after review",
+                ),
             ),
-            "auto_rate": st.column_config.NumberColumn("automation", format="percent"),
-            "kieval_aligned": st.column_config.NumberColumn(
-                "accuracy of the type", format="percent"
-            ),
-        },
-    )
-    per_field = automation.review_summary(
-        model, dict(zip(edited["entity_type"], edited["threshold"], strict=True))
-    )
-    single = recommendation
-    p1, p2, p3 = st.columns(3)
-    p1.metric(
-        "Automation rate",
-        pct(per_field["auto_rate"], 1),
-        border=True,
-        delta=None
-        if not single.reachable
-        else f"{100 * (per_field['auto_rate'] - single.auto_rate):+.1f} pts vs one τ",
-    )
-    p2.metric("Accuracy after review", pct(per_field["kieval_aligned"], 2), border=True)
-    p3.metric(
-        "Reviews per 1,000 documents",
-        number(round(per_field["reviews_per_1000_documents"])),
-        border=True,
-    )
-    st.caption(
-        "Suggested thresholds reach the target overall with the fewest reviews found by a "
-        "greedy search; edit any τ to see the effect."
-    )
-else:
-    st.caption("Off: one τ for every entity type.")
+            key="auto_documents",
+            on_select=lambda: pick("auto_documents"),
+            selection_mode="points",
+            config={"displayModeBar": False},
+        )
+    with right:
+        cheapest = minimum_cost(curve)
+        st.markdown(
+            f"**Cost per 1,000 documents**: the cheapest τ is {automation.tau_text(cheapest.threshold)} "
+            f"({number(round(cheapest.cost_per_1000_documents))})"
+        )
+        st.plotly_chart(
+            automation.cost_figure(curve, tau, cheapest.threshold),
+            key="auto_cost",
+            on_select=lambda: pick("auto_cost"),
+            selection_mode="points",
+            config={"displayModeBar": False},
+        )
 
-# --- calibration -------------------------------------------------------------------------
-st.subheader("Can the confidences be trusted?")
-table = automation.reliability(model)
-ece = automation.expected_calibration_error(table)
-if ece is None:
-    st.info("No confidences in this model's predictions.")
-else:
-    left, right = st.columns([2, 1])
-    left.plotly_chart(
-        automation.reliability_figure(table),
-        key="auto_reliability",
-        config={"displayModeBar": False},
+    st.markdown("**Per field at this operating point**")
+    per_type = review_by_entity_type(review, limits)
+    if scope == "field":
+        per_type.insert(1, "threshold", [fields.thresholds.get(t) for t in per_type["entity_type"]])
+    frame, columns = shown(  # short headers: all ten columns fit a 1,400 px screen
+        per_type, labels={"fixed": "fixed", "tp_after": "right after", "kieval_aligned": "accuracy after"}
     )
-    right.metric(
-        "Expected calibration error",
-        pct(ece, 1),
-        border=True,
-        help="Mean gap between confidence and share correct, weighted by bin size",
+    st.dataframe(frame, hide_index=True, column_config=columns, placeholder="")
+
+
+decision()
+
+# --- what stays the same whatever the operating point --------------------------------------
+with st.expander("Costs", icon=":material/payments:"):
+    c = st.columns(5)
+    c[0].number_input("per reviewed prediction", 0.0, step=0.5, key="auto_cost_review")
+    c[1].number_input("per opened document", 0.0, step=0.5, key="auto_cost_document")
+    c[2].number_input("per substitution left", 0.0, step=1.0, key="auto_cost_substitution")
+    c[3].number_input("per addition left", 0.0, step=1.0, key="auto_cost_addition")
+    c[4].number_input("per deletion left", 0.0, step=1.0, key="auto_cost_deletion")
+    st.caption(
+        "In any unit (minutes, money). Defaults: 1 per review, 0 per opened document, 10 per error "
+        "left of any kind."
     )
-    right.caption(
-        "Well calibrated confidences put the bars on the diagonal: of the predictions "
-        "with confidence 0.8, about 80% are right. Bars far below the diagonal at high "
-        "confidence mean confident errors, which no threshold catches."
+
+target = float(st.session_state["auto_target"])
+# An expander's content is built only while it is open (on_change="rerun"): a closed
+# one costs neither the server nor the browser anything.
+box = st.expander(
+    f"Does the threshold for {target:.0%} carry over? Uncertainty and a holdout check",
+    icon=":material/science:",
+    key="auto_uncertainty_open",
+    on_change="rerun",
+)
+if box.open:
+    with box:
+        boot = session.view("bootstrap", lambda: bootstrap(review, target, 1000, 0), name, target)
+        rec = recommend(curve, target, n_docs)
+        if rec.reachable and boot.threshold is not None:
+            st.markdown(
+                f"Recommended τ {automation.tau_text(rec.threshold)} (95% interval "
+                f"{automation.tau_text(boot.threshold[0])} to {automation.tau_text(boot.threshold[1])}), "
+                f"automating {pct(rec.auto_rate)} (interval {pct(boot.auto_rate[0])} to "
+                f"{pct(boot.auto_rate[1])}); the target is reachable in {pct(boot.reachable_share, 0)} of "
+                "1,000 resamples of the documents."
+            )
+        else:
+            st.markdown(
+                f"The target is reachable with automation in {pct(boot.reachable_share, 0)} of 1,000 "
+                "resamples of the documents."
+            )
+        splits = {"a random half of the documents": None}
+        for key in meta_keys:
+            for value in sorted(model.slice_labels(key).unique(), key=str):
+                splits[f"{key} = {value}"] = (key, value)
+        choice = st.selectbox(
+            "Choose τ on",
+            list(splits),
+            key="auto_holdout",
+            help="The threshold is chosen on these documents and checked on all the others",
+        )
+        chosen = splits[choice]
+        mask = (
+            random_half(n_docs, 0)
+            if chosen is None
+            else (model.slice_labels(chosen[0]) == chosen[1]).to_numpy()
+        )
+        names = (choice, "the other half" if chosen is None else "the other documents")
+        check = session.view(
+            "holdout", lambda: holdout(review, target, mask, names=names), name, target, choice
+        )
+        if check.threshold is None:
+            st.info(f"On {md(choice)} the target cannot be reached with automation.")
+        elif check.accuracy_checked is None:
+            st.info("No documents are left to check on.")
+        else:
+            low, high = check.interval_checked
+            verdict = "carries over" if check.carries_over else "**does not carry over**"
+            text = (
+                f"τ = {automation.tau_text(check.threshold)} chosen on {md(choice)} gives "
+                f"{pct(check.accuracy_chosen)} there and {pct(check.accuracy_checked)} on {md(names[1])} "
+                f"(95% interval {pct(low)} to {pct(high)}): the threshold {verdict}."
+            )
+            (st.success if check.carries_over else st.error)(text)
+
+if meta_keys:
+    box = st.expander(
+        "Per slice of documents", icon=":material/splitscreen:", key="auto_slices_open", on_change="rerun"
     )
+    if box.open:
+        with box:
+            key = st.selectbox("Metadata key", meta_keys, key="auto_slice_key")
+            rows = session.view(
+                "slices", lambda: slice_thresholds(model, key, target), name, key, target
+            ).rows
+            table = pd.DataFrame(
+                [
+                    {
+                        key: r["value"],
+                        "documents": r["n_documents"],
+                        "accuracy without review": r["kieval_aligned"],
+                        "τ": r["recommended"]["threshold"],
+                        "automation": r["recommended"]["auto_rate"],
+                        "accuracy after review": r["recommended"]["accuracy"],
+                    }
+                    for r in rows
+                ]
+            )
+            frame, columns = shown(
+                table,
+                percent={"accuracy without review", "automation", "accuracy after review"},
+                τ=st.column_config.NumberColumn("τ", format="%.4f"),
+            )
+            st.dataframe(frame, hide_index=True, column_config=columns, placeholder="")
+            st.caption(
+                f"Each value's own recommended τ for {target:.1%}; empty: not reachable with automation."
+            )
+
+box = st.expander(
+    "Can the confidences be trusted? Calibration",
+    icon=":material/verified:",
+    key="auto_calibration_open",
+    on_change="rerun",
+)
+if box.open:
+    with box:
+        table = session.view("calibration", lambda: calibration(review), name)
+        frame, columns = shown(table.assign(entity_type=table["entity_type"].fillna("(all fields)")))
+        st.dataframe(frame, hide_index=True, column_config=columns, placeholder="")
+        fields = ["(all fields)", *review.entity_types]
+        field = st.selectbox("Reliability of", fields, key="auto_field")
+        chosen = None if field == "(all fields)" else field
+        st.plotly_chart(
+            automation.reliability_figure(reliability_of(review, chosen)),
+            key="auto_reliability",
+            config={"displayModeBar": False},
+        )
+        st.caption(
+            "ECE: mean gap between confidence and share right. Brier: mean squared gap. AUROC: how well "
+            "the confidence separates right from wrong predictions (0.5 = not at all)."
+        )

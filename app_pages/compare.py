@@ -3,19 +3,19 @@ models disagree?"""
 
 import streamlit as st
 
-from kieval_app import compare, workspace
-from kieval_app.text import md
+from kieval_app import compare, session
+from kieval_app.columns import shown
+from kieval_app.text import md, number
+from kieval_core.compare import disagreements, paired_bootstrap, per_document
 
-ws = workspace.current()
-workspace.require_models(ws)
+ws = session.current()
+session.require_models(ws)
 names = ws.model_names
 
 st.title("Compare models")
 if len(names) < 2:
     st.info("Load at least two prediction files to compare models.")
-    st.page_link(
-        "app_pages/overview.py", label="Upload on the Overview page", icon=":material/upload:"
-    )
+    st.page_link("app_pages/overview.py", label="Upload on the Overview page", icon=":material/upload:")
     st.stop()
 
 c1, c2, c3 = st.columns([2, 2, 1], vertical_alignment="bottom")
@@ -34,36 +34,51 @@ if name_a == name_b:
 model_a, model_b = ws.result.models[name_a], ws.result.models[name_b]
 
 # --- are the differences real? -------------------------------------------------------------
-st.subheader("Metric differences with 95% confidence intervals")
-table = workspace.paired_bootstrap(
-    ws.key, name_a, name_b, resamples, 0, _model_a=model_a, _model_b=model_b
+st.subheader("Differences with 95% intervals")
+table = session.view(
+    "bootstrap", lambda: paired_bootstrap(model_a, model_b, resamples, 0), name_a, name_b, resamples
 )
-left, right = st.columns([2, 3])
-left.plotly_chart(
+deltas = compare.deltas_display(table, name_a, name_b)
+st.plotly_chart(
     compare.deltas_figure(table, name_a, name_b), key="cmp_deltas", config={"displayModeBar": False}
 )
-right.dataframe(compare.deltas_display(table), hide_index=True)
-right.caption(
-    f"A = {md(name_a)}, B = {md(name_b)}. Paired bootstrap over the "
-    f"{model_a.n_documents:,} documents: {resamples:,} resamples of documents (the same "
-    "for both models), micro metrics recomputed on each. An interval that excludes 0 "
-    "marks a difference unlikely to be chance."
+for counts in (False, True):
+    part = deltas[deltas["_count"] == counts].drop(columns="_count")
+    frame, columns = shown(
+        part,
+        percent=set() if counts else {"A", "B", "B - A"},
+        counts={"A", "B", "B - A"} if counts else set(),
+        labels={"95% interval": "95% interval of B - A"},
+        metric=st.column_config.TextColumn("metric", width="medium"),
+        A=st.column_config.NumberColumn(
+            "A", format="localized" if counts else "%.2f%%", help=name_a, width="small"
+        ),
+        B=st.column_config.NumberColumn(
+            "B", format="localized" if counts else "%.2f%%", help=name_b, width="small"
+        ),
+    )
+    st.dataframe(frame, hide_index=True, column_config=columns, placeholder="")
+st.caption(
+    f"A = {md(name_a)}, B = {md(name_b)}. Paired bootstrap over the {number(model_a.n_documents)} documents: "
+    f"{number(resamples)} resamples of documents (the same for both models), every metric recomputed on "
+    "each. An interval that excludes 0 marks a difference unlikely to be chance. Counts (corrections) are "
+    "differences of totals."
 )
 
 # --- where do they disagree? ---------------------------------------------------------------
 st.subheader("Per document")
-figures = compare.document_metrics(model_a)
-figures = {k: v for k, v in figures.items() if k in compare.document_metrics(model_b)}
+figures = compare.document_metrics(model_a, model_b)
 if st.session_state.get("cmp_metric") not in figures:
     st.session_state["cmp_metric"] = "KIEval_Aligned"
 label = st.segmented_control(
     "Figure", list(figures), key="cmp_metric", required=True, persist_state="session"
 )
 column = figures[label or "KIEval_Aligned"]
+frame = session.view("per_document", lambda: per_document(model_a, model_b, column), name_a, name_b, column)
 left, right = st.columns([3, 2])
 with left:
     event = st.plotly_chart(
-        compare.scatter_figure(model_a, model_b, column, label, name_a, name_b),
+        compare.scatter_figure(frame, label, name_a, name_b, column == "errors"),
         key="cmp_scatter",
         on_select="rerun",
         selection_mode="points",
@@ -73,15 +88,17 @@ with left:
     if clicked is not None:
         st.switch_page("app_pages/documents.py", query_params={"doc": clicked, "model": name_b})
     st.caption(
-        f"One point per document (slightly jittered). Click a point to open the document "
-        f"of {md(name_b)}."
+        f"One marker per pair of values, sized by the number of documents that share it. Click a marker "
+        f"to open its first document as seen by {md(name_b)}."
     )
 with right:
     st.markdown("**Where they disagree most**")
-    worst = compare.disagreements(model_a, model_b, column, n=12)
+    worst = session.view(
+        "disagreements", lambda: disagreements(model_a, model_b, column, n=12), name_a, name_b, column
+    )
     if worst.empty:
         st.info("The two models score every document the same.")
-    fmt = "{:g}" if column == "errors" else "{:.2f}"
+    fmt = "{:,.0f}" if column == "errors" else "{:.2%}"
     for row in worst.itertuples(index=False):
         text, link_a, link_b = st.columns([4, 1, 1], vertical_alignment="center")
         text.markdown(f"{md(row.doc_id)}: {fmt.format(row.A)} → {fmt.format(row.B)}")
@@ -101,7 +118,4 @@ with right:
                 query_params={"doc": row.doc_id, "model": name_b},
                 help=f"Open this document as seen by {md(name_b)}",
             )
-    st.caption(
-        f"{md(label)} of A → B per document; A and B open the document in the "
-        "Documents view as seen by that model."
-    )
+    st.caption(f"{md(label)} of A → B per document.")

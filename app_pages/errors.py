@@ -1,60 +1,73 @@
-"""Errors: what kind of corrections, in which entity types, which confusions; the full
-error list to filter and download."""
+"""Errors: what kind of corrections, in which fields, which confusions; the full error
+list to filter and download."""
 
 import re
 
 import streamlit as st
 
-from kieval_app import error_analysis, workspace
+from kieval_app import error_analysis, session
+from kieval_app.columns import shown
+from kieval_app.diff import table_html
 from kieval_app.style import KIND_LABELS, KINDS
-from kieval_app.text import md
+from kieval_app.text import md, number
+from kieval_core.results import top_confusions
 
-ws = workspace.current()
-workspace.require_models(ws)
-name = workspace.selected_model(ws)
+ws = session.current()
+session.require_models(ws)
+name = session.selected_model(ws)
 model = ws.result.models[name]
 
 st.title("Errors")
 c = model.corrections
 st.caption(
-    f"Model **{md(name)}**: {c.total:,} corrections ({c.substitution:,} substitutions, "
-    f"{c.addition:,} additions, {c.deletion:,} deletions) against "
-    f"{model.entity.fp + model.entity.fn:,} FP + FN."
+    f"Model **{md(name)}**: {number(c.total)} corrections ({number(c.substitution)} substitutions, "
+    f"{number(c.addition)} additions, {number(c.deletion)} deletions) against "
+    f"{number(model.entity.fp + model.entity.fn)} FP + FN."
 )
 
 left, right = st.columns(2)
 with left:
-    st.subheader("Corrections per entity type")
-    st.plotly_chart(error_analysis.corrections_by_type_figure(model), key="errors_by_type")
+    st.subheader("Corrections per field")
+    st.plotly_chart(
+        session.view("errors_by_type", lambda: error_analysis.corrections_by_type_figure(model), name),
+        key="errors_by_type",
+        config={"displayModeBar": False},
+    )
     st.caption(
-        "Substitution: a wrong value to retype. Addition: a missed value to add. "
-        "Deletion: a spurious value to delete."
+        "Substitution: a wrong value to retype. Addition: a missed value to add. Deletion: a "
+        "spurious value to delete."
     )
 with right:
-    st.subheader("Flat F1 vs KIEval F1 per entity type")
-    st.plotly_chart(error_analysis.f1_by_type_figure(model), key="errors_f1")
-    st.caption(
-        "Flat F1 ignores which line item a value is in; KIEval F1 counts a value only in "
-        "its own group. A wide gap means right values in the wrong line (grouping errors)."
-    )
+    st.subheader("Flat F1 and KIEval F1 per field")
+    if model.group is None:
+        st.info(
+            "The ground truth has no groups (no line items), so KIEval F1 equals flat F1 for every "
+            "field: there are no grouping errors to show."
+        )
+    else:
+        st.plotly_chart(
+            session.view("errors_f1", lambda: error_analysis.f1_by_type_figure(model), name),
+            key="errors_f1",
+            config={"displayModeBar": False},
+        )
+        st.caption(
+            "Flat F1 ignores which line a value is in; KIEval F1 counts a value only in its own "
+            "line. A wide gap means right values in the wrong line (grouping errors)."
+        )
 
-st.subheader("Most frequent confusions")
-confusions = error_analysis.top_confusions(model, n=25)
+st.subheader("Most frequent substitutions")
+confusions = session.view("confusions", lambda: top_confusions(model.errors, n=15), name)
 if confusions.empty:
     st.info("No substitutions: every wrong value is a missing or a spurious one.")
 else:
-    st.dataframe(
-        confusions,
-        hide_index=True,
-        column_config={
-            "gt_value": st.column_config.TextColumn("ground-truth value"),
-            "pred_value": st.column_config.TextColumn("predicted value"),
-            "count": st.column_config.NumberColumn("times"),
-            "documents": st.column_config.NumberColumn("in documents"),
-        },
+    st.html(
+        table_html(
+            ["field", "ground truth", "prediction", "times", "documents"],
+            error_analysis.confusion_rows(confusions),
+        )
     )
 
-st.subheader("All errors")
+st.subheader("All corrections")
 f1, f2, f3 = st.columns([2, 3, 3])
 kinds = f1.multiselect(
     "Kind",
@@ -64,42 +77,55 @@ kinds = f1.multiselect(
     placeholder="every kind",
     persist_state="session",
 )
-type_options = sorted(model.errors["entity_type"].unique())
-workspace.keep_valid("errors_types", type_options)
+type_options = sorted(model.by_entity_type["entity_type"])
+session.keep_valid("errors_types", type_options)
 entity_types = f2.multiselect(
-    "Entity type",
-    type_options,
-    key="errors_types",
-    placeholder="every entity type",
-    persist_state="session",
+    "Field", type_options, key="errors_types", placeholder="every field", persist_state="session"
 )
 search = f3.text_input(
-    "Search document id or value",
-    key="errors_search",
-    placeholder="plain text",
-    persist_state="session",
+    "Search document id or value", key="errors_search", placeholder="plain text", persist_state="session"
 )
-errors = error_analysis.filter_errors(model.errors, kinds, entity_types, search)
-st.dataframe(
-    errors,
-    hide_index=True,
-    height=420,
-    column_config={
-        "gt_group": st.column_config.NumberColumn("GT group"),
-        "pred_group": st.column_config.NumberColumn("pred group"),
-        "gt_value": st.column_config.TextColumn("ground-truth value"),
-        "pred_value": st.column_config.TextColumn("predicted value"),
-        "confidence": st.column_config.NumberColumn(format="%.3f"),
-    },
+errors = session.view(
+    "errors_filtered",
+    lambda: error_analysis.filter_errors(model.errors, kinds, entity_types, search),
+    name,
+    tuple(kinds),
+    tuple(entity_types),
+    search,
 )
+frame, columns = shown(
+    errors if model.group is not None else errors.drop(columns=["group_type", "gt_group", "pred_group"])
+)
+st.dataframe(frame, hide_index=True, height=420, column_config=columns, placeholder="")
 st.caption(
-    f"{len(errors):,} of {len(model.errors):,} errors. Group numbers are the group's index "
-    "in its document (from 0); empty = no group on that side."
+    f"{number(len(errors))} of {number(len(model.errors))} corrections. Lines are counted from 1 "
+    "within their document (the downloads give the group index, from 0); an empty cell means no "
+    "line or no value on that side."
 )
+substitutions = errors[errors["kind"] == "substitution"]
+if len(substitutions):
+    # An expander's content is built only while it is open (on_change="rerun"): a closed
+    # one costs neither the server nor the browser anything.
+    box = st.expander(
+        f"The {number(len(substitutions))} substitutions, character by character",
+        key="errors_diff_open",
+        on_change="rerun",
+    )
+    if box.open:
+        with box:
+            shown = substitutions.head(200)
+            st.html(
+                table_html(
+                    ["document", "field", "ground truth", "prediction"],
+                    error_analysis.substitution_rows(shown),
+                )
+            )
+            if len(substitutions) > len(shown):
+                st.caption(f"The first {number(len(shown))}; narrow the filters above to see others.")
 stem = re.sub(r"[^\w.-]+", "_", name).strip("_") or "model"
 d1, d2, _ = st.columns([1, 1, 2])
 d1.download_button(
-    "Download errors CSV",
+    "Download CSV",
     lambda: error_analysis.errors_csv(errors),
     file_name=f"errors_{stem}.csv",
     mime="text/csv",
@@ -109,7 +135,7 @@ d1.download_button(
     width="stretch",
 )
 d2.download_button(
-    "Download errors JSON",
+    "Download JSON",
     lambda: error_analysis.errors_json(errors),
     file_name=f"errors_{stem}.json",
     mime="application/json",

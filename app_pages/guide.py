@@ -4,17 +4,19 @@ import json
 
 import streamlit as st
 
-from kieval_app import automation, documents, guide
+from kieval_app import automation, documents, guide, overview
+from kieval_app.diff import table_html
 from kieval_app.text import md
+from kieval_core.review import Costs, with_costs
 
 st.title("Metrics guide")
 st.caption(
-    "Every metric the workbench reports, from the metric registry, and the paper's "
-    "worked example evaluated live by the same engine as your uploads."
+    "Every metric the workbench reports, from the metric registry, and the paper's worked examples "
+    "evaluated live by the same engine as your uploads."
 )
 
 # --- every metric ------------------------------------------------------------------------
-cards = guide.metric_cards()
+cards = overview.metric_cards()
 for family, metrics in cards.groupby("family", sort=False):
     st.subheader(f"Family: {md(family)}")
     rows = list(metrics.rename(columns={"how to read it": "how_to_read"}).itertuples(index=False))
@@ -28,10 +30,9 @@ for family, metrics in cards.groupby("family", sort=False):
 # --- Fig. 2 ------------------------------------------------------------------------------
 st.header("Worked example: the paper's Fig. 2")
 st.markdown(
-    "Six menu lines. The prediction puts the price of line 4 (`3,800`) on a line of its own "
-    "and loses the last price. Every predicted value occurs somewhere in the ground truth, so "
-    "**flat** entity F1 barely notices, but KIEval matches lines first and sees three lines "
-    "that need fixing."
+    "Six menu lines. The prediction puts the price of line 5 (`3,800`) on a line of its own and loses the "
+    "last price. Every predicted value occurs somewhere in the ground truth, so **flat** entity F1 barely "
+    "notices, but KIEval matches lines first and sees three lines that need fixing."
 )
 left, right = st.columns(2)
 left.markdown("**Ground truth**")
@@ -44,15 +45,13 @@ st.markdown("**The figures, computed now by the engine, beside the paper's**")
 st.dataframe(guide.fig2_table(example), hide_index=True)
 st.markdown("**The group matching the engine found**")
 st.plotly_chart(
-    documents.matching_figure(model, "example"),
-    key="guide_matching",
-    config={"displayModeBar": False},
+    documents.matching_figure(model, "example"), key="guide_matching", config={"displayModeBar": False}
 )
-st.dataframe(
-    documents.aligned_entities(model, "example", example.normalizer)[
-        ["pair", "entity_type", "gt_value", "pred_value", "status"]
-    ],
-    hide_index=True,
+st.html(
+    table_html(
+        ["pair", "field", "ground truth", "prediction", "confidence", "status"],
+        documents.alignment_rows(model, "example"),
+    )
 )
 with st.expander("The example as input files"):
     st.code(json.dumps({"doc_id": "example", "gt_parse": guide.FIG2_GT}), language="json")
@@ -61,28 +60,31 @@ with st.expander("The example as input files"):
 # --- automation --------------------------------------------------------------------------
 st.header("Worked example: the automation curve")
 st.markdown(
-    "One receipt (specification, section 4): the prediction has a wrong date (confidence "
-    "0.40), a wrong price (0.35), a spurious tax (0.30) and misses the address. Reviewing every "
-    "prediction below τ fixes the wrong and spurious values but never adds the address."
+    "One receipt (specification, section 4): the prediction has a wrong date (confidence 0.40), a wrong "
+    "price (0.35), a spurious tax (0.30) and misses the address. Reviewing every prediction below τ fixes "
+    "the wrong and spurious values but never adds the address. Each review costs 1 and each error left 10."
 )
 auto = guide.automation_result().models["prediction"]
 rec = auto.recommend(guide.AUTOMATION_TARGET)
+curve = with_costs(auto.curve, Costs(), auto.n_documents)
 left, right = st.columns([2, 3])
 left.dataframe(
-    auto.curve,
+    curve[["threshold", "auto_rate", "kieval_aligned", "reviewed", "cost"]],
     hide_index=True,
     column_config={
         "threshold": st.column_config.NumberColumn("τ", format="%.2f"),
         "auto_rate": st.column_config.NumberColumn("automation", format="percent"),
         "kieval_aligned": st.column_config.NumberColumn("accuracy after review", format="percent"),
+        "reviewed": st.column_config.NumberColumn("reviews"),
+        "cost": st.column_config.NumberColumn("cost", format="%.0f"),
     },
 )
 left.markdown(
-    f"Recommended τ for {guide.AUTOMATION_TARGET:.0%} accuracy: **{rec.threshold:.2f}**, "
-    f"automating **{rec.auto_rate:.0%}** of the predictions (accuracy {rec.kieval_aligned:.0%})."
+    f"Recommended τ for {guide.AUTOMATION_TARGET:.0%} accuracy: **{rec.threshold:.2f}**, automating "
+    f"**{rec.auto_rate:.0%}** of the predictions (accuracy {rec.accuracy:.0%}); it is also the cheapest."
 )
 right.plotly_chart(
-    automation.threshold_figure(auto.curve, rec.threshold, rec.threshold, guide.AUTOMATION_TARGET),
+    automation.threshold_figure(auto.curve, rec.threshold, guide.AUTOMATION_TARGET),
     key="guide_automation",
     config={"displayModeBar": False},
 )

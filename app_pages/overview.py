@@ -1,196 +1,211 @@
-"""Overview: upload ground truth and predictions, check the load report, compare every
-model on every metric of the registry."""
+"""Overview: what is loaded, and every model's headline figures on one screen; the
+details are one click away."""
 
-import pandas as pd
 import streamlit as st
 
-from kieval_app import overview, workspace
-from kieval_app.sources import SAMPLE_ATTRIBUTION
-from kieval_app.text import md, metric_value
+from kieval_app import overview, session, sidebar, uploads
+from kieval_app.columns import metric_styler, metric_table, shown
+from kieval_app.sources import SAMPLES
+from kieval_app.text import md, number
+from kieval_core.inputs import load_report
 
-ws = workspace.current()
+ws = session.current()
 
 st.title("KIEval Workbench")
 st.caption(
-    "Error analysis for document Key Information Extraction: which values are wrong, "
-    "in which line item, how many corrections a person must make, and how much of the "
-    "flow can run without review."
+    "Error analysis for document Key Information Extraction: which values are wrong, in which "
+    "line item, how many corrections a person must make, and how much of the flow can run "
+    "without review."
 )
 
 # --- inputs ------------------------------------------------------------------------------
 with st.container(border=True):
-    left, right = st.columns(2)
-    workspace.forget_uploader_if_reset()
-    left.file_uploader(
-        "Ground truth",
-        type=workspace.UPLOAD_TYPES,
-        key=workspace.UPLOAD_GT,
-        on_change=workspace.on_gt_upload,
-        help="One file with every document (JSON, JSONL, CSV/TSV/Parquet long table, CORD), "
-        "or a .zip of one file per document (KIEval CSV, JSON).",
-    )
-    right.file_uploader(
-        "Predictions",
-        type=workspace.UPLOAD_TYPES,
-        key=workspace.UPLOAD_PRED,
-        accept_multiple_files=True,
-        on_change=workspace.on_prediction_upload,
-        help="One file per model; the model is named after the file. Add more files at any "
-        "time to compare models.",
-    )
-    st.caption(
-        f"Up to {workspace.upload_limit_mb()} MB per file. Formats are detected "
-        "automatically; reading and scoring options are in the sidebar. A directory of "
-        "per-document files is uploaded as one .zip."
-    )
-    if ws.sources.sample:
-        st.info(f"**Sample data.** {SAMPLE_ATTRIBUTION}", icon=":material/info:")
+    uploads.render_uploaders()
+    if ws.saved is not None:
+        inputs = ws.saved.manifest["inputs"]
+        names = ", ".join(md(n) for n in inputs["models"])
+        st.info(
+            f"**Saved run** {md(ws.saved.directory)}: ground truth {md(inputs['gt']['source'])}, models "
+            f"{names}. Its figures are read as saved (the reading and scoring options of the sidebar do "
+            "not apply); upload files to start a new evaluation.",
+            icon=":material/inventory_2:",
+        )
+    elif ws.sources.sample:
+        sample = SAMPLES[ws.sources.sample]
+        left, right = st.columns([3, 2], vertical_alignment="center")
+        left.info(f"**Sample data: {md(sample.title)}.** {md(sample.attribution)}", icon=":material/info:")
+        other = [k for k in SAMPLES if k != sample.key]
+        for key in other:
+            right.button(
+                f"Open the other sample: {md(SAMPLES[key].title)}",
+                key=f"sample_{key}",
+                on_click=uploads.use_sample,
+                args=(key,),
+                icon=":material/swap_horiz:",
+                width="stretch",
+            )
     else:
-        st.button(
+        uploads.render_loaded(ws.sources)
+    if not ws.sources.sample:
+        left, right = st.columns(2)
+        left.button(
             "Back to the sample data",
-            on_click=workspace.use_sample,
+            on_click=uploads.use_sample,
+            args=("simulated",),
             key="overview_sample",
             icon=":material/restart_alt:",
         )
-
-workspace.render_problems(ws)
+        if ws.saved is None and ws.has_models:
+            right.button(
+                "Save this run",
+                on_click=session.save_run,
+                key="overview_save",
+                icon=":material/save:",
+                help=f"Writes the figures, errors and matchings under {md(session.runs_dir())}; the page's "
+                "address then reopens them after a refresh or a restart.",
+            )
+session.render_messages(ws)
+offer = session.saved_run_offer()
+if offer is not None:
+    left, right = st.columns([4, 1], vertical_alignment="center")
+    left.warning(
+        "This page opened in a new session (a refresh, a restart of the server or a shared link), "
+        "so the built-in sample is shown. The address names a saved run:",
+        icon=":material/history:",
+    )
+    right.button(
+        "Reopen the saved run",
+        key="overview_reopen",
+        on_click=session.open_saved,
+        args=(offer,),
+        icon=":material/inventory_2:",
+        width="stretch",
+    )
+elif st.session_state.get(session.FRESH) and (st.query_params.get("doc") or st.query_params.get("run")):
+    st.warning(
+        "This page opened in a new session (a refresh, a restart of the server or a shared link): "
+        "uploaded files are not kept across sessions and no saved run is named, so the built-in sample is "
+        "shown. Upload the files again, or save a run next time (Save this run).",
+        icon=":material/history:",
+    )
 if ws.result is None:
     st.stop()
 result = ws.result
 
-# --- load report -------------------------------------------------------------------------
-st.subheader("Load report")
-st.dataframe(
-    overview.load_report(result, ws.files),
-    hide_index=True,
-    column_config={
-        "size (bytes)": st.column_config.NumberColumn("size", format="bytes", width="small"),
-        "documents read": st.column_config.NumberColumn("docs read", width="small"),
-        "documents scored": st.column_config.NumberColumn("docs scored", width="small"),
-        "missing": st.column_config.NumberColumn(
-            width="small",
-            help="GT documents absent from the predictions: scored as fully missed (all additions)",
-        ),
-        "unknown": st.column_config.NumberColumn(
-            width="small", help="Predicted documents absent from the GT: left out of the scores"
-        ),
-        "entities": st.column_config.NumberColumn(width="small"),
-        "groups": st.column_config.NumberColumn(width="small"),
-    },
-)
-st.caption(f"Values compared after: {md(result.normalizer.description)}.")
-if result.warnings:
-    with st.expander(
-        f"{len(result.warnings)} warning(s) from reading and scoring",
-        expanded=len(result.warnings) <= 3,
-        icon=":material/warning:",
-    ):
-        st.dataframe(pd.DataFrame({"warning": result.warnings}), hide_index=True)
-for name, model in result.models.items():
-    if model.missing_documents or model.unknown_documents:
-        with st.expander(f"Missing and unknown documents of {md(name)}"):
-            st.dataframe(overview.document_lists(model), hide_index=True)
-if not ws.sources.sample and ws.sources.predictions:
-    with st.popover("Remove a prediction file", icon=":material/delete:"):
-        for source in ws.sources.predictions:
-            st.button(
-                md(source.name),
-                key=f"overview_remove_{source.digest}_{source.name}",
-                on_click=workspace.remove_prediction,
-                args=(source.name,),
-            )
+for key in ws.one_sided:
+    left, right = st.columns([5, 1], vertical_alignment="center")
+    left.warning(md(key.message.replace("--meta", "the metadata option:")), icon=":material/label:")
+    right.button(
+        f"Treat {md(key.key)} as metadata",
+        key=f"meta_{key.key}",
+        on_click=sidebar.add_meta_key,
+        args=(key.key,),
+        width="stretch",
+    )
 
 if not ws.has_models:
     st.info("Ground truth loaded. Upload one or more prediction files to score them.")
     st.stop()
 
-# --- overview ----------------------------------------------------------------------------
+# --- headline ----------------------------------------------------------------------------
 st.subheader("Headline figures")
-name = workspace.selected_model(ws)
-model = result.models[name]
-cards = overview.headline(result, model)
-per_row = -(-len(cards) // -(-len(cards) // 4))  # at most 4 per row, rows balanced
-for start in range(0, len(cards), per_row):
-    row = cards[start : start + per_row]
-    for column, (metric, value) in zip(st.columns(per_row), row, strict=False):
-        column.metric(
-            md(metric.label),
-            metric_value(value),
-            border=True,
-            help=f"{metric.how_to_read} ({metric.direction})",
-        )
-st.caption(f"Cards show the model **{md(name)}**; choose another in the sidebar.")
-
-st.subheader("Every metric, every model")
-rows = overview.metric_rows(result)
-definitions = {
-    m.label: f"{m.definition} {m.how_to_read}" for m in overview.reported_metrics(result)
-}
-st.dataframe(
-    rows,
-    hide_index=True,
-    height=38 + 35 * len(rows),
-    column_config={
-        "metric": st.column_config.TextColumn("metric", width="medium"),
-        "family": st.column_config.TextColumn("family", width="small"),
-        "better": st.column_config.TextColumn("better", width="small"),
-    },
-)
+table = overview.metric_table(result, headline=True)
+best = overview.best_models(result, table)
+st.table(metric_styler(result, table))
+if best:
+    st.caption(
+        "Best model: " + "; ".join(f"{md(label)}: **{md(name)}**" for label, name in best.items()) + "."
+    )
 st.caption(
-    "Scores are micro averages over all documents (percentages); counts are totals. "
-    f"Automation at target uses the target accuracy {result.target_accuracy:.1%} (sidebar). "
-    "The numbers, one row per model, are in the expander below."
+    "Scores are micro averages over all documents; KIEval matches line items before counting. "
+    "Flat entity F1 ignores which line a value is on. "
+    f"Values are compared after: {md(result.normalizer.description)}."
 )
-with st.expander("The same table, one row per model (the paper's Table 1 layout)"):
-    table = overview.overview_table(result)
-    kinds = overview.metric_kinds(table)
-    st.dataframe(
-        table,
-        column_config={
-            label: st.column_config.NumberColumn(
-                label,
-                format="percent" if kinds[label] == "score" else "localized",
-                help=definitions.get(label),
-            )
-            for label in table.columns
-        },
+
+left, right = st.columns([3, 2])
+with left:
+    st.markdown("**Corrections a person must make, beside FP + FN**")
+    st.plotly_chart(
+        overview.corrections_figure(result), key="overview_corrections", config={"displayModeBar": False}
+    )
+with right:
+    st.markdown("**Where to look next**")
+    st.page_link(
+        "app_pages/documents.py",
+        label="Documents: each document's line matching and errors",
+        icon=":material/description:",
+    )
+    st.page_link(
+        "app_pages/errors.py",
+        label="Errors: corrections per field, confusions, the error list",
+        icon=":material/rule:",
+    )
+    st.page_link(
+        "app_pages/automation.py", label="Automation: choose the review threshold", icon=":material/tune:"
+    )
+    if len(ws.model_names) > 1:
+        st.page_link(
+            "app_pages/compare.py",
+            label="Compare: are the differences between models real?",
+            icon=":material/compare_arrows:",
+        )
+    st.page_link(
+        "app_pages/guide.py",
+        label="Metrics guide: definitions and worked examples",
+        icon=":material/menu_book:",
     )
 
-st.subheader("Corrections a person must make, beside FP + FN")
-left, right = st.columns([1, 1])
-left.plotly_chart(
-    overview.corrections_figure(result),
-    key="overview_corrections",
-    config={"displayModeBar": False},
-)
-corrections = overview.corrections_table(result)
-right.dataframe(
-    corrections[["corrections", "FP + FN", "FP + FN overstates work by"]],
-    column_config={
-        "FP + FN overstates work by": st.column_config.NumberColumn(
-            "FP + FN overstates by", format="percent"
+# --- details -----------------------------------------------------------------------------
+# An expander's content is built only while it is open (on_change="rerun"): a closed
+# one costs neither the server nor the browser anything.
+box = st.expander("Every metric, every model", key="overview_all_metrics_open", on_change="rerun")
+if box.open:
+    with box:
+        frame, columns = metric_table(result, overview.metric_table(result))
+        st.dataframe(frame, hide_index=True, column_config=columns, placeholder="")
+        frame, columns = shown(
+            overview.corrections_table(result).reset_index(),
+            percent={"FP + FN overstates work by"},
+            counts={"corrections", "FP + FN"},
         )
-    },
-)
-right.caption(
-    "A wrong value counts once as a correction (a substitution) but twice in FP + FN "
-    "(one FP and one FN), so FP + FN overstates the manual work (the paper's Table 3)."
-)
+        st.dataframe(frame, hide_index=True, column_config=columns, placeholder="")
+        st.caption(
+            "A wrong value counts once as a correction (a substitution) but twice in FP + FN "
+            "(one FP and one FN), so FP + FN overstates the manual work (the paper's Table 3)."
+        )
 
-st.subheader("How to read these metrics")
-how = overview.how_to_read(result)
-st.dataframe(
-    how,
-    hide_index=True,
-    height=38 + 35 * len(how),
-    column_config={
-        "metric": st.column_config.TextColumn(width="medium"),
-        "family": st.column_config.TextColumn(width="small"),
-        "direction": st.column_config.TextColumn(width="small"),
-    },
+warnings = result.all_warnings
+box = st.expander(
+    f"Load report: {number(len(result.gt.doc_ids))} documents, {len(warnings)} "
+    f"warning{'' if len(warnings) == 1 else 's'}",
+    icon=":material/fact_check:",
+    key="overview_load_report_open",
+    on_change="rerun",
 )
-st.page_link(
-    "app_pages/guide.py",
-    label="Definitions, sources and a worked example: Metrics guide",
-    icon=":material/menu_book:",
-)
+if box.open:
+    with box:
+        frame, columns = shown(
+            load_report(result).drop(columns=["role"]),
+            counts={
+                "documents read",
+                "documents scored",
+                "predicted",
+                "missing",
+                "unknown",
+                "entities",
+                "groups",
+            },
+            labels={"documents scored": "scored", "confidence coverage": "confidences", "source": "file"},
+        )
+        st.dataframe(frame, hide_index=True, column_config=columns, placeholder="")
+        st.caption(
+            "Every model is scored on every ground-truth document: missing ones count as fully "
+            "missed (all additions); unknown ones (not in the ground truth) are left out of the "
+            "scores. Confidences: the share of predictions that carry one."
+        )
+        notes = [f"{md(result.gt.source)}: {md(n)}" for n in result.gt.notes]
+        notes += [f"{md(m.source)}: {md(n)}" for m in result.models.values() for n in m.notes]
+        for note in notes:
+            st.caption(note)
+        for warning in warnings:
+            st.warning(md(warning), icon=":material/warning:")

@@ -1,8 +1,9 @@
-"""App-side helpers of the KIEval Workbench dashboard.
+"""App side of the KIEval Workbench dashboard.
 
-Every module here except :mod:`kieval_app.workspace` is pure: it turns the core's result
-objects (:class:`kieval_core.EvaluationResult`, :class:`kieval_core.ModelResult`) into
-pandas DataFrames and plotly figures, and never imports streamlit, so unit tests call it
-directly. :mod:`kieval_app.workspace` is the Streamlit boundary: uploads, options,
-cached loading and evaluation, and the few ``st.session_state`` keys the pages share.
+The builders (:mod:`.overview`, :mod:`.documents`, :mod:`.error_analysis`,
+:mod:`.automation`, :mod:`.compare`, :mod:`.diff`, :mod:`.guide`) turn the core's results
+into tables and plotly figures and never import Streamlit; :mod:`.store` and
+:mod:`.compute` share the evaluations between sessions without Streamlit either. The
+Streamlit boundary is :mod:`.session`, :mod:`.uploads`, :mod:`.sidebar` and
+:mod:`.columns`; :mod:`.launch` starts the server (``kieval dashboard``).
 """

@@ -1,10 +1,11 @@
-"""The automation view (SPEC 4): choose a confidence threshold tau.
+"""The automation page's figures: every figure is read from the core's review model
+(:mod:`kieval_core.review`); this module only draws.
 
-Predictions with confidence below tau are reviewed by a person, the rest are automated.
-The core gives the exact curve (:attr:`ModelResult.curve`); this module reads it at a
-threshold, draws it (the paper's Fig. 7 and the trade-off curve), counts the errors that
-still escape review by kind, handles one threshold per entity type, and draws a
-reliability diagram.
+Curves are drawn as steps through real operating points, never interpolated: between two
+distinct confidences no threshold exists, so a straight line between two operating
+points would suggest figures no threshold gives. The threshold axis is the rank of the
+operating point (the confidence quantiles), so a model whose confidences bunch near 1
+still spreads its operating points over the whole axis.
 """
 
 from __future__ import annotations
@@ -15,55 +16,244 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from kieval_core import ModelResult
+from .style import ACCURACY_COLOR, AUTOMATION_COLOR, NEUTRAL_COLOR, base_layout
 
-from .style import ACCURACY_COLOR, AUTOMATION_COLOR, KINDS, NEUTRAL_COLOR, base_layout
-from .text import plain
-
-_CELL = ["doc_id", "group_type", "gt_group", "pred_group", "entity_type"]
+DOCUMENT_COLOR = "#009E73"
+COST_COLOR = "#CC79A7"
 
 
-def tau_text(tau: float) -> str:
+def tau_text(tau: float | None) -> str:
     """A threshold for people; above 1 every prediction is reviewed, also those that came
     without a confidence (they count as 1.0).
 
-    >>> tau_text(0.66754), tau_text(1.0000000000000002)
-    ('0.6675', '> 1 (review everything)')
+    >>> tau_text(0.66754), tau_text(1.0000000000000002), tau_text(None)
+    ('0.6675', '> 1 (review everything)', 'n/a')
     """
+    if tau is None:
+        return "n/a"
     return "> 1 (review everything)" if tau > 1.0 else f"{tau:.4f}"
 
 
-def point_at(curve: pd.DataFrame, tau: float) -> pd.Series:
-    """The curve's state at any threshold: the first curve point with threshold >= tau.
+def operating_points(curve: pd.DataFrame, limit: int = 400, keep: tuple[float, ...] = ()) -> pd.DataFrame:
+    """At most ``limit`` operating points for a control or a chart, spread evenly over the
+    ranks (confidence quantiles); the first, the last and any threshold in ``keep`` stay.
 
-    The curve is exact at every distinct confidence; between two of them nothing changes,
-    since a prediction is reviewed when its confidence is below tau.
-
-    >>> curve = pd.DataFrame({"threshold": [0.0, 0.3, 0.6], "auto_rate": [1.0, 0.5, 0.0],
-    ...                       "kieval_aligned": [0.5, 0.7, 0.9], "reviewed": [0, 1, 2]})
-    >>> float(point_at(curve, 0.45)["kieval_aligned"])
-    0.9
-    >>> float(point_at(curve, 0.3)["auto_rate"])
-    0.5
+    >>> c = pd.DataFrame({"threshold": np.linspace(0, 1, 1001)})
+    >>> len(operating_points(c, 10, keep=(0.5,)))
+    11
     """
-    thresholds = curve["threshold"].to_numpy()
-    i = int(np.searchsorted(thresholds, tau, side="left"))
-    return curve.iloc[min(i, len(curve) - 1)]
-
-
-def thin_curve(curve: pd.DataFrame, max_points: int = 1500) -> pd.DataFrame:
-    """At most ``max_points`` curve points for drawing (first and last kept)."""
-    if len(curve) <= max_points:
+    if len(curve) <= limit:
         return curve.reset_index(drop=True)
-    keep = np.unique(np.linspace(0, len(curve) - 1, max_points).round().astype(int))
-    return curve.iloc[keep].reset_index(drop=True)
+    ranks = set(np.linspace(0, len(curve) - 1, limit).round().astype(int).tolist())
+    thresholds = curve["threshold"].to_numpy()
+    ranks |= {int(np.searchsorted(thresholds, t)) for t in keep if t is not None}
+    return curve.iloc[sorted(r for r in ranks if r < len(curve))].reset_index(drop=True)
+
+
+def _rank_axis(shown: pd.DataFrame) -> dict:
+    """An x axis over operating-point ranks, ticks labelled with their thresholds."""
+    n = len(shown)
+    ticks = np.unique(np.linspace(0, n - 1, min(n, 7)).round().astype(int))
+    return {
+        "tickvals": ticks.tolist(),
+        "ticktext": [tau_text(float(shown["threshold"].iloc[t]))[:6] for t in ticks],
+        "title": "threshold τ (operating points)",
+        "range": [-0.5, n - 0.5],
+    }
+
+
+def _marker_rank(shown: pd.DataFrame, tau: float | None) -> int | None:
+    if tau is None:
+        return None
+    return int(min(np.searchsorted(shown["threshold"].to_numpy(), tau - 1e-12), len(shown) - 1))
+
+
+def threshold_figure(
+    curve: pd.DataFrame, tau: float | None, target: float | None, band: pd.DataFrame | None = None
+) -> go.Figure:
+    """Accuracy after review and automation rate at every operating point (the paper's
+    Fig. 7), with the 95% bootstrap band of the accuracy when given."""
+    shown = operating_points(curve, keep=(tau,) if tau is not None else ())
+    x = np.arange(len(shown))
+    custom = np.column_stack([shown["threshold"], shown["reviewed"]])
+    fig = go.Figure()
+    if band is not None and len(band):
+        at = np.clip(
+            np.searchsorted(band["threshold"].to_numpy(), shown["threshold"].to_numpy(), side="right") - 1,
+            0,
+            len(band) - 1,
+        )  # the band at the operating point at or below (a step, like the curve)
+        low, high = band["low"].to_numpy()[at], band["high"].to_numpy()[at]
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=high,
+                mode="lines",
+                line={"width": 0, "shape": "hv"},
+                hoverinfo="skip",
+                showlegend=False,
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=low,
+                mode="lines",
+                line={"width": 0, "shape": "hv"},
+                fill="tonexty",
+                fillcolor="rgba(0,114,178,0.15)",
+                name="95% band (bootstrap)",
+                hoverinfo="skip",
+            )
+        )
+    for column, name, color in (
+        ("kieval_aligned", "accuracy after review", ACCURACY_COLOR),
+        ("auto_rate", "automation rate", AUTOMATION_COLOR),
+    ):
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=shown[column],
+                mode="lines+markers",
+                name=name,
+                line={"color": color, "width": 2.5, "shape": "hv"},
+                marker={"size": 4, "color": color},
+                customdata=custom,
+                hovertemplate="τ = %{customdata[0]:.4f}<br>" + name + ": %{y:.2%}<br>"
+                "%{customdata[1]:,} predictions reviewed<extra></extra>",
+            )
+        )
+    if target is not None:
+        fig.add_hline(
+            y=target,
+            line={"dash": "dot", "color": NEUTRAL_COLOR},
+            annotation_text=f"target {target:.0%}",
+            annotation_position="bottom left",
+        )
+    rank = _marker_rank(shown, tau)
+    if rank is not None:
+        fig.add_vline(x=rank, line={"color": "#333", "width": 1.5})
+    fig.update_layout(
+        **base_layout(height=380),
+        xaxis=_rank_axis(shown),
+        yaxis={"title": "rate", "tickformat": ".0%", "range": [0, 1.03]},
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+        clickmode="event+select",
+        dragmode=False,
+    )
+    return fig
+
+
+def tradeoff_figure(
+    curve: pd.DataFrame,
+    tau: float | None,
+    target: float | None,
+    x: str = "auto_rate",
+    y: str = "kieval_aligned",
+    labels: tuple[str, str] = ("automation rate (predictions not reviewed)", "accuracy after review"),
+) -> go.Figure:
+    """The real operating points (automation, accuracy), and the best accuracy that keeps
+    at least a given automation as a staircase between them (no interpolation)."""
+    shown = operating_points(curve, keep=(tau,) if tau is not None else ())
+    custom = np.column_stack([shown["threshold"], shown["reviewed"]])
+    color = ACCURACY_COLOR if y == "kieval_aligned" else DOCUMENT_COLOR
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(
+            x=shown[x],
+            y=shown[y],
+            mode="lines+markers",
+            name="operating points",
+            line={"color": color, "width": 1.5, "shape": "vh"},
+            marker={"size": 6, "color": color},
+            customdata=custom,
+            hovertemplate="τ = %{customdata[0]:.4f}<br>"
+            + labels[0]
+            + " %{x:.2%}<br>"
+            + labels[1]
+            + " %{y:.2%}<br>%{customdata[1]:,} reviewed<extra></extra>",
+        )
+    )
+    rank = _marker_rank(shown, tau)
+    if rank is not None:
+        now = shown.iloc[rank]
+        fig.add_trace(
+            go.Scatter(
+                x=[now[x]],
+                y=[now[y]],
+                mode="markers",
+                name="chosen point",
+                marker={"size": 16, "color": "#333", "symbol": "circle-open", "line": {"width": 3}},
+                customdata=[[now["threshold"], now["reviewed"]]],
+                hoverinfo="skip",
+            )
+        )
+    if target is not None:
+        fig.add_hline(
+            y=target,
+            line={"dash": "dot", "color": NEUTRAL_COLOR},
+            annotation_text=f"target {target:.0%}",
+            annotation_position="bottom left",
+        )
+    low = float(min(shown[y].min(), target if target is not None else 1.0))
+    fig.update_layout(
+        **base_layout(height=380),
+        xaxis={"title": labels[0], "tickformat": ".0%", "range": [-0.02, 1.02]},
+        yaxis={"title": labels[1], "tickformat": ".0%", "range": [max(0.0, low - 0.05), 1.01]},
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+        clickmode="event+select",
+        dragmode=False,
+    )
+    return fig
+
+
+def cost_figure(curve: pd.DataFrame, tau: float | None, minimum: float | None) -> go.Figure:
+    """Expected cost per 1,000 documents at every operating point."""
+    shown = operating_points(curve, keep=tuple(t for t in (tau, minimum) if t is not None))
+    x = np.arange(len(shown))
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=shown["cost_per_1000_documents"],
+            mode="lines+markers",
+            name="cost per 1,000 documents",
+            line={"color": COST_COLOR, "width": 2.5, "shape": "hv"},
+            marker={"size": 4},
+            customdata=shown["threshold"],
+            hovertemplate="τ = %{customdata:.4f}<br>cost per 1,000 documents %{y:,.0f}<extra></extra>",
+        )
+    )
+    lines = ((tau, "chosen", "solid", "top"), (minimum, "cheapest", "dash", "bottom"))
+    for value, label, dash, height in lines:
+        rank = _marker_rank(shown, value)
+        if rank is not None:
+            # Labels stay inside the plot: left of a line in the right half, right of it
+            # otherwise; "chosen" at the top and "cheapest" at the bottom, so close lines
+            # cannot print one label over the other.
+            side = "left" if rank > len(shown) / 2 else "right"
+            fig.add_vline(
+                x=rank,
+                line={"color": "#333" if dash == "solid" else COST_COLOR, "dash": dash},
+                annotation_text=label,
+                annotation_position=f"{height} {side}",
+            )
+    fig.update_layout(
+        **base_layout(height=320),
+        xaxis=_rank_axis(shown),
+        yaxis={"title": "cost per 1,000 documents", "tickformat": ",", "rangemode": "tozero"},
+        showlegend=False,
+        clickmode="event+select",
+        dragmode=False,
+    )
+    return fig
 
 
 def threshold_from_selection(selection: Mapping | None) -> float | None:
-    """The threshold of the point clicked on an automation figure (None if none).
+    """The threshold of the point clicked on a figure of this module (None if none).
 
-    Every clickable point of :func:`threshold_figure` and :func:`tradeoff_figure` carries
-    its threshold as ``customdata[0]`` (the browser sends a row as ``{"0": ..., "1": ...}``).
+    Every clickable point carries its threshold as ``customdata[0]`` (the browser sends a
+    row as ``{"0": ..., "1": ...}``).
 
     >>> threshold_from_selection({"points": [{"x": 0.9, "customdata": [0.61, 3]}]})
     0.61
@@ -72,8 +262,7 @@ def threshold_from_selection(selection: Mapping | None) -> float | None:
     >>> threshold_from_selection({"points": []}) is None
     True
     """
-    points = (selection or {}).get("points") or []
-    for point in points:
+    for point in (selection or {}).get("points") or []:
         value = first_custom_value(point.get("customdata"))
         if value is not None:
             return float(value)
@@ -90,368 +279,9 @@ def first_custom_value(data):
     return data
 
 
-def threshold_figure(
-    curve: pd.DataFrame, tau: float, recommended: float | None, target: float
-) -> go.Figure:
-    """The paper's Fig. 7: KIEval_Aligned^tau and the automation rate against tau."""
-    shown = thin_curve(curve)
-    custom = np.column_stack([shown["threshold"], shown["reviewed"]])
-    fig = go.Figure()
-    for column, name, color in (
-        ("kieval_aligned", "KIEval_Aligned^τ (accuracy after review)", ACCURACY_COLOR),
-        ("auto_rate", "automation rate", AUTOMATION_COLOR),
-    ):
-        fig.add_trace(
-            go.Scatter(
-                x=shown["threshold"],
-                y=shown[column],
-                mode="lines+markers",
-                name=name,
-                line={"color": color, "width": 2.5, "shape": "vh"},
-                marker={"size": 4, "color": color},
-                customdata=custom,
-                hovertemplate="τ = %{customdata[0]:.4f}<br>" + name + ": %{y:.2%}<br>"
-                "%{customdata[1]:,} predictions reviewed<extra></extra>",
-            )
-        )
-    fig.add_hline(
-        y=target,
-        line={"dash": "dot", "color": NEUTRAL_COLOR},
-        annotation_text=f"target {target:.0%}",
-        annotation_position="bottom left",
-    )
-    fig.add_vline(
-        x=tau,
-        line={"color": "#333", "width": 1.5},
-        annotation_text=f"τ = {tau_text(tau)}",
-        annotation_position="top",
-    )
-    if recommended is not None:
-        fig.add_vline(
-            x=recommended,
-            line={"dash": "dash", "color": ACCURACY_COLOR, "width": 1},
-            annotation_text="recommended",
-            annotation_position="bottom right",
-        )
-    fig.update_layout(
-        **base_layout(height=400),
-        xaxis={"title": "confidence threshold τ", "range": [0, 1.01]},
-        yaxis={"title": "rate", "tickformat": ".0%", "range": [0, 1.03]},
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
-        clickmode="event+select",
-        dragmode=False,
-    )
-    return fig
-
-
-def tradeoff_figure(
-    curve: pd.DataFrame, tau: float, recommended: float | None, target: float
-) -> go.Figure:
-    """Automation rate against accuracy after review; every point is one threshold."""
-    shown = thin_curve(curve)
-    custom = np.column_stack([shown["threshold"], shown["reviewed"]])
-    fig = go.Figure()
-    fig.add_trace(
-        go.Scatter(
-            x=shown["auto_rate"],
-            y=shown["kieval_aligned"],
-            mode="lines+markers",
-            name="thresholds",
-            line={"color": ACCURACY_COLOR, "width": 2},
-            marker={"size": 5, "color": ACCURACY_COLOR},
-            customdata=custom,
-            hovertemplate="τ = %{customdata[0]:.4f}<br>automation %{x:.2%}<br>accuracy %{y:.2%}<br>"
-            "%{customdata[1]:,} reviewed<extra></extra>",
-        )
-    )
-    now = point_at(curve, tau)
-    fig.add_trace(
-        go.Scatter(
-            x=[now["auto_rate"]],
-            y=[now["kieval_aligned"]],
-            mode="markers",
-            name=f"τ = {tau_text(tau)}",
-            marker={"size": 15, "color": "#333", "symbol": "circle-open", "line": {"width": 3}},
-            customdata=[[tau, int(now["reviewed"])]],
-            hoverinfo="skip",
-        )
-    )
-    if recommended is not None:
-        rec = point_at(curve, recommended)
-        fig.add_trace(
-            go.Scatter(
-                x=[rec["auto_rate"]],
-                y=[rec["kieval_aligned"]],
-                mode="markers",
-                name="recommended",
-                marker={"size": 15, "color": AUTOMATION_COLOR, "symbol": "star"},
-                customdata=[[recommended, int(rec["reviewed"])]],
-                hovertemplate="recommended τ = %{customdata[0]:.4f}<extra></extra>",
-            )
-        )
-    fig.add_hline(
-        y=target,
-        line={"dash": "dot", "color": NEUTRAL_COLOR},
-        annotation_text=f"target {target:.0%}",
-        annotation_position="bottom left",
-    )
-    low = float(min(curve["kieval_aligned"].min(), target))
-    fig.update_layout(
-        **base_layout(height=400),
-        xaxis={
-            "title": "automation rate (share of predictions not reviewed)",
-            "tickformat": ".0%",
-            "range": [-0.02, 1.02],
-        },
-        yaxis={
-            "title": "accuracy after review (KIEval_Aligned^τ)",
-            "tickformat": ".0%",
-            "range": [max(0.0, low - 0.05), 1.01],
-        },
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
-        clickmode="event+select",
-        dragmode=False,
-    )
-    return fig
-
-
-def _review_mask(pred: pd.DataFrame, tau: float | Mapping[str, float]) -> np.ndarray:
-    """Which predictions a person reviews: confidence (missing = 1.0) below the threshold."""
-    conf = pred["confidence"].fillna(1.0).to_numpy(np.float64)
-    if isinstance(tau, Mapping):
-        limits = pred["entity_type"].map(dict(tau)).fillna(0.0).to_numpy(np.float64)
-    else:
-        limits = np.full(len(conf), float(tau))
-    return conf < limits
-
-
-def escaping_errors(model: ModelResult, tau: float | Mapping[str, float]) -> pd.DataFrame:
-    """Per entity type, the corrections still needed after review at ``tau`` (one threshold,
-    or one per entity type; types missing from a mapping are not reviewed).
-
-    In each cell (GT group, predicted group, entity type) with ``fp`` wrong and ``fn``
-    missing values, reviewing ``r`` of the wrong ones fixes ``min(r, fn)`` by substitution
-    and deletes the rest (SPEC 4). What remains: ``u = fp - r`` unreviewed wrong values and
-    ``g = fn - min(r, fn)`` missing ones, i.e. ``min(u, g)`` substitutions, ``u - min(u, g)``
-    deletions and ``g - min(u, g)`` additions (additions never shrink).
-    Columns: ``entity_type, predictions, reviewed, fixed, substitution, addition,
-    deletion, errors, tp_after``.
-    """
-    pred = model.counted.pred_entities
-    reviewed = _review_mask(pred, tau)
-    wrong = (pred["status"] != "correct").to_numpy()
-    keys = pd.DataFrame(
-        {
-            "doc_id": pred["doc_id"].to_numpy(object),
-            "group_type": pred["group_type"].to_numpy(object),
-            "gt_group": pred["paired_group"].to_numpy(),
-            "pred_group": pred["group"].to_numpy(),
-            "entity_type": pred["entity_type"].to_numpy(object),
-        }
-    )
-    r = (
-        pd.Series((reviewed & wrong).astype(np.int64))
-        .groupby([keys[c] for c in _CELL], sort=False)
-        .sum()
-    )
-    cells = model.counted.cells
-    r = r.reindex(pd.MultiIndex.from_frame(cells[_CELL]), fill_value=0).to_numpy(np.int64)
-    fp, fn = cells["fp"].to_numpy(np.int64), cells["fn"].to_numpy(np.int64)
-    fixed = np.minimum(r, fn)
-    u, g = fp - r, fn - fixed
-    subs = np.minimum(u, g)
-    per_cell = pd.DataFrame(
-        {
-            "entity_type": cells["entity_type"].to_numpy(object),
-            "fixed": fixed,
-            "substitution": subs,
-            "addition": g - subs,
-            "deletion": u - subs,
-            "tp_after": cells["tp"].to_numpy(np.int64) + fixed,
-        }
-    )
-    table = per_cell.groupby("entity_type", sort=True).sum()
-    counts = pd.DataFrame(
-        {"entity_type": pred["entity_type"].to_numpy(object), "reviewed": reviewed}
-    )
-    per_type = counts.groupby("entity_type").agg(
-        predictions=("reviewed", "size"), reviewed=("reviewed", "sum")
-    )
-    table = table.join(per_type, how="left").fillna(0)
-    table["errors"] = table[list(KINDS)].sum(axis=1)
-    columns = ["predictions", "reviewed", "fixed", *KINDS, "errors", "tp_after"]
-    return table[columns].astype(np.int64).reset_index()
-
-
-def review_summary(model: ModelResult, tau: float | Mapping[str, float]) -> dict:
-    """Totals at ``tau``: reviews, automation rate, accuracy after review, errors by kind."""
-    table = escaping_errors(model, tau)
-    n = int(table["predictions"].sum())
-    reviewed = int(table["reviewed"].sum())
-    errors = int(table["errors"].sum())
-    tp_after = int(table["tp_after"].sum())
-    total = tp_after + errors
-    return {
-        "predictions": n,
-        "reviewed": reviewed,
-        "auto_rate": 1.0 - reviewed / n if n else 1.0,
-        "kieval_aligned": tp_after / total if total else 1.0,
-        "reviews_per_1000_documents": 1000.0 * reviewed / model.n_documents
-        if model.n_documents
-        else 0.0,
-        **{kind: int(table[kind].sum()) for kind in KINDS},
-        "errors": errors,
-    }
-
-
-def _type_steps(effects: pd.DataFrame, tp: int, addition: int, target: float):
-    """One entity type's thresholds with, for each, the reviews it costs and its slack
-    ``s = TP'(1 - A) - A * (wrong left + additions)``; the whole reaches accuracy A
-    exactly when the slacks of all types sum to >= 0."""
-    conf = np.sort(effects["confidence"].to_numpy(np.float64))
-    order = np.argsort(effects["confidence"].to_numpy(np.float64), kind="stable")
-    cum_fp = np.concatenate([[0], np.cumsum(effects["fp"].to_numpy()[order])])
-    cum_gain = np.concatenate([[0], np.cumsum(effects["gain"].to_numpy()[order])])
-    top = conf[-1] if len(conf) else 0.0
-    thresholds = np.unique(np.concatenate([[0.0], conf, [np.nextafter(top, np.inf)]]))
-    reviewed = np.searchsorted(conf, thresholds, side="left")
-    slack = (tp + cum_gain[reviewed]) * (1 - target) - target * (
-        cum_fp[-1] - cum_fp[reviewed] + addition
-    )
-    return thresholds, reviewed, slack
-
-
-def _upper_hull(x: np.ndarray, y: np.ndarray) -> list[int]:
-    """Indices of the upper concave hull of points sorted by x, starting at the first."""
-    hull: list[int] = []
-    for i in range(len(x)):
-        if hull and x[i] == x[hull[-1]]:
-            if y[i] <= y[hull[-1]]:
-                continue
-            hull.pop()
-        while len(hull) >= 2:
-            a, b = hull[-2], hull[-1]
-            if (y[b] - y[a]) * (x[i] - x[a]) <= (y[i] - y[a]) * (x[b] - x[a]):
-                hull.pop()
-            else:
-                break
-        hull.append(i)
-    return hull
-
-
-def per_field_thresholds(model: ModelResult, target: float) -> pd.DataFrame:
-    """One threshold per entity type, chosen to reach ``target`` overall with few reviews.
-
-    Overall accuracy after review is a ratio of sums over entity types, so the types can
-    be traded against each other: review first where a review buys the most accuracy.
-    A greedy pass over each type's concave frontier (reviews -> accuracy slack) raises one
-    type's threshold at a time until the target is met (the classic greedy for this
-    multiple-choice knapsack). If that needs more reviews than the single threshold of
-    :meth:`ModelResult.recommend`, every type gets the single threshold instead.
-    Columns: ``entity_type, predictions, threshold, reviewed, auto_rate, kieval_aligned``
-    (the last two for that type alone).
-    """
-    effects = model.review_effects
-    per_type = model.by_entity_type.set_index("entity_type")
-    frontier = {}
-    for entity_type, part in effects.groupby("entity_type", sort=True, observed=True):
-        row = per_type.loc[entity_type]
-        thresholds, reviewed, slack = _type_steps(
-            part, int(row["tp"]), int(row["addition"]), target
-        )
-        hull = _upper_hull(reviewed.astype(np.float64), slack)
-        frontier[entity_type] = (thresholds, reviewed, slack, hull)
-    # types without predictions still count in the slack (their misses are additions)
-    fixed_slack = sum(
-        -target * int(per_type.loc[t, "addition"]) + (1 - target) * int(per_type.loc[t, "tp"])
-        for t in per_type.index
-        if t not in frontier
-    )
-    step = dict.fromkeys(frontier, 0)
-    total = fixed_slack + sum(f[2][f[3][0]] for f in frontier.values())
-    while total < -1e-9:
-        best, best_rate = None, -np.inf
-        for entity_type, (_, reviewed, slack, hull) in frontier.items():
-            k = step[entity_type]
-            if k + 1 < len(hull):
-                a, b = hull[k], hull[k + 1]
-                rate = (slack[b] - slack[a]) / max(reviewed[b] - reviewed[a], 1)
-                if rate > best_rate and slack[b] > slack[a]:
-                    best, best_rate = entity_type, rate
-        if best is None:
-            break
-        _, reviewed, slack, hull = frontier[best]
-        total += slack[hull[step[best] + 1]] - slack[hull[step[best]]]
-        step[best] += 1
-    chosen = {t: float(f[0][f[3][step[t]]]) for t, f in frontier.items()}
-    single = model.recommend(target)
-    if single.reachable:
-        greedy_reviews = sum(int(f[1][f[3][step[t]]]) for t, f in frontier.items())
-        if total < -1e-9 or greedy_reviews > int(single.reviews or 0):
-            chosen = dict.fromkeys(frontier, float(single.threshold))
-    rows = []
-    for entity_type, (_, reviewed, _, _) in frontier.items():
-        curve = model.curves_by_entity_type
-        curve = curve[curve["entity_type"] == entity_type].reset_index(drop=True)
-        at = point_at(curve, chosen[entity_type])
-        rows.append(
-            {
-                "entity_type": entity_type,
-                "predictions": int(reviewed[-1]),
-                "threshold": chosen[entity_type],
-                "reviewed": int(at["reviewed"]),
-                "auto_rate": float(at["auto_rate"]),
-                "kieval_aligned": float(at["kieval_aligned"]),
-            }
-        )
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "entity_type",
-            "predictions",
-            "threshold",
-            "reviewed",
-            "auto_rate",
-            "kieval_aligned",
-        ],
-    )
-
-
-def reliability(model: ModelResult, bins: int = 10) -> pd.DataFrame:
-    """Accuracy by confidence bin: share of predictions that are correct, per equal-width
-    bin of confidence (predictions without a confidence are left out).
-    Columns: ``bin, low, high, predictions, mean_confidence, accuracy, gap``."""
-    pred = model.counted.pred_entities
-    pred = pred[pred["confidence"].notna()]
-    edges = np.linspace(0.0, 1.0, bins + 1)
-    conf = pred["confidence"].to_numpy(np.float64)
-    index = np.clip(np.searchsorted(edges, conf, side="right") - 1, 0, bins - 1)
-    correct = (pred["status"] == "correct").to_numpy()
-    frame = pd.DataFrame({"bin": index, "confidence": conf, "correct": correct})
-    grouped = frame.groupby("bin").agg(
-        predictions=("correct", "size"),
-        mean_confidence=("confidence", "mean"),
-        accuracy=("correct", "mean"),
-    )
-    grouped = grouped.reindex(range(bins))
-    grouped["predictions"] = grouped["predictions"].fillna(0).astype(np.int64)
-    grouped.insert(0, "low", edges[:-1])
-    grouped.insert(1, "high", edges[1:])
-    grouped["gap"] = grouped["accuracy"] - grouped["mean_confidence"]
-    return grouped.reset_index()
-
-
-def expected_calibration_error(table: pd.DataFrame) -> float | None:
-    """Weighted mean |accuracy - mean confidence| over the bins (None without confidences)."""
-    n = table["predictions"].sum()
-    if not n:
-        return None
-    filled = table[table["predictions"] > 0]
-    return float((filled["predictions"] * filled["gap"].abs()).sum() / n)
-
-
 def reliability_figure(table: pd.DataFrame) -> go.Figure:
-    """Bars: accuracy per confidence bin; diagonal: perfect calibration; text: bin sizes."""
+    """Bars: the share of right predictions per confidence bin; a diamond on each bar:
+    the bin's mean confidence, where the bar would end if the confidences were calibrated."""
     centers = (table["low"] + table["high"]) / 2
     fig = go.Figure()
     fig.add_trace(
@@ -468,7 +298,7 @@ def reliability_figure(table: pd.DataFrame) -> go.Figure:
         x=centers,
         y=table["accuracy"],
         width=(table["high"] - table["low"]) * 0.92,
-        name="share correct",
+        name="share right",
         marker_color=ACCURACY_COLOR,
         opacity=0.85,
         text=[f"{n:,}" if n else "" for n in table["predictions"]],
@@ -476,33 +306,29 @@ def reliability_figure(table: pd.DataFrame) -> go.Figure:
         customdata=np.column_stack(
             [table["low"], table["high"], table["predictions"], table["mean_confidence"].fillna(0)]
         ),
-        hovertemplate="confidence %{customdata[0]:.1f}-%{customdata[1]:.1f}<br>"
-        "%{customdata[2]:,} predictions<br>mean confidence %{customdata[3]:.2f}<br>"
-        "correct %{y:.1%}<extra></extra>",
+        hovertemplate="confidence %{customdata[0]:.1f}-%{customdata[1]:.1f}<br>%{customdata[2]:,} "
+        "predictions<br>mean confidence %{customdata[3]:.2f}<br>right %{y:.1%}<extra></extra>",
     )
+    filled = table[table["predictions"] > 0]
     fig.add_trace(
         go.Scatter(
-            x=table["mean_confidence"],
-            y=table["accuracy"],
+            x=(filled["low"] + filled["high"]) / 2,
+            y=filled["mean_confidence"],
             mode="markers",
-            name="mean confidence of the bin",
-            marker={"color": AUTOMATION_COLOR, "size": 9},
+            name="mean confidence (a calibrated bar ends here)",
+            marker={
+                "color": AUTOMATION_COLOR,
+                "size": 10,
+                "symbol": "diamond",
+                "line": {"width": 1, "color": "#333"},
+            },
             hoverinfo="skip",
         )
     )
     fig.update_layout(
-        **base_layout(height=380),
+        **base_layout(height=360),
         xaxis={"title": "confidence", "range": [0, 1], "dtick": 0.1},
-        yaxis={
-            "title": "share of predictions that are correct",
-            "tickformat": ".0%",
-            "range": [0, 1.12],
-        },
+        yaxis={"title": "share of predictions that are right", "tickformat": ".0%", "range": [0, 1.12]},
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
     )
     return fig
-
-
-def field_table_label(entity_type: str) -> str:
-    """Entity types are file data: plain text for plotly."""
-    return plain(entity_type, 40)

@@ -1,5 +1,5 @@
 """The errors view: corrections per entity type, flat vs KIEval F1 per entity type, the
-most frequent confusions, and the error list with its CSV / JSON export."""
+error list's filters and its CSV / JSON export (the figures come from the core)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from kieval_core import ModelResult
 
+from .diff import diff_html
 from .style import ACCURACY_COLOR, KIND_COLORS, KIND_LABELS, KINDS, NEUTRAL_COLOR, base_layout
 from .text import plain
 
@@ -19,9 +20,9 @@ from .text import plain
 def corrections_by_type(model: ModelResult) -> pd.DataFrame:
     """Per entity type: substitutions, additions, deletions and their total, most first."""
     table = model.by_entity_type[["entity_type", *KINDS, "errors", "n_gt", "n_pred"]]
-    return table.sort_values(
-        ["errors", "entity_type"], ascending=[False, True], kind="stable"
-    ).reset_index(drop=True)
+    return table.sort_values(["errors", "entity_type"], ascending=[False, True], kind="stable").reset_index(
+        drop=True
+    )
 
 
 def corrections_by_type_figure(model: ModelResult, top: int = 25) -> go.Figure:
@@ -55,9 +56,9 @@ def f1_by_type(model: ModelResult) -> pd.DataFrame:
         columns={"f1": "kieval_f1"}
     )
     table = table.assign(gap=table["flat_f1"] - table["kieval_f1"])
-    return table.sort_values(
-        ["gap", "entity_type"], ascending=[False, True], kind="stable"
-    ).reset_index(drop=True)
+    return table.sort_values(["gap", "entity_type"], ascending=[False, True], kind="stable").reset_index(
+        drop=True
+    )
 
 
 def f1_by_type_figure(model: ModelResult, top: int = 30) -> go.Figure:
@@ -114,30 +115,6 @@ def f1_by_type_figure(model: ModelResult, top: int = 30) -> go.Figure:
     return fig
 
 
-def top_confusions(
-    model: ModelResult, n: int = 20, entity_types: Sequence[str] = ()
-) -> pd.DataFrame:
-    """The most frequent substitutions (GT value -> predicted value) with their count."""
-    errors = model.errors
-    subs = errors[errors["kind"] == "substitution"]
-    if entity_types:
-        subs = subs[subs["entity_type"].isin(list(entity_types))]
-    if subs.empty:
-        return pd.DataFrame(columns=["entity_type", "gt_value", "pred_value", "count", "documents"])
-    grouped = (
-        subs.groupby(["entity_type", "gt_value", "pred_value"], sort=False, observed=True)
-        .agg(count=("doc_id", "size"), documents=("doc_id", "nunique"))
-        .reset_index()
-    )
-    return (
-        grouped.sort_values(
-            ["count", "documents", "entity_type"], ascending=[False, False, True], kind="stable"
-        )
-        .head(n)
-        .reset_index(drop=True)
-    )
-
-
 def filter_errors(
     errors: pd.DataFrame,
     kinds: Sequence[str] = (),
@@ -182,3 +159,21 @@ def errors_json(errors: pd.DataFrame) -> bytes:
                 record[column] = value
         records.append(record)
     return json.dumps(records, ensure_ascii=False, indent=1).encode("utf-8")
+
+
+def substitution_rows(errors: pd.DataFrame) -> list[tuple[list[str], str]]:
+    """Substitutions as HTML table rows, the differing characters marked."""
+    rows = []
+    for row in errors[errors["kind"] == "substitution"].itertuples(index=False):
+        gt, pred = diff_html(row.gt_value, row.pred_value)
+        rows.append(([plain(row.doc_id), plain(row.entity_type), gt, pred], "substituted"))
+    return rows
+
+
+def confusion_rows(confusions: pd.DataFrame) -> list[tuple[list[str], str]]:
+    """Top confusions as HTML table rows, the differing characters marked."""
+    rows = []
+    for row in confusions.itertuples(index=False):
+        gt, pred = diff_html(row.gt_value, row.pred_value)
+        rows.append(([plain(row.entity_type), gt, pred, f"{row.count:,}", f"{row.documents:,}"], ""))
+    return rows

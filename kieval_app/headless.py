@@ -15,7 +15,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from .paths import app_root
+
+ROOT = app_root()
 #: Flags for Debian's Chromium in this sandbox (no GPU, no network of its own).
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -29,6 +31,24 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 60) -> None:
+    """Wait until the server at ``url`` answers its health check (its output on failure)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if process.poll() is not None:
+            output = process.stdout.read().decode(errors="replace") if process.stdout else ""
+            msg = f"streamlit exited early:\n{output}"
+            raise RuntimeError(msg)
+        try:
+            with urllib.request.urlopen(url + "_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    msg = f"streamlit did not become healthy within {timeout:.0f} s"
+    raise RuntimeError(msg)
 
 
 @contextlib.contextmanager
@@ -57,21 +77,7 @@ def streamlit_server(root: Path = ROOT, port: int | None = None):
     )
     url = f"http://127.0.0.1:{port}/"
     try:
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if process.poll() is not None:
-                output = process.stdout.read().decode(errors="replace") if process.stdout else ""
-                msg = f"streamlit exited early:\n{output}"
-                raise RuntimeError(msg)
-            try:
-                with urllib.request.urlopen(url + "_stcore/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                time.sleep(0.3)
-        else:
-            msg = "streamlit did not become healthy within 60 s"
-            raise RuntimeError(msg)
+        wait_healthy(url, process)
         yield url
     finally:
         process.terminate()

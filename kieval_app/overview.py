@@ -1,96 +1,74 @@
-"""The overview: one row per model with every registry metric, corrections vs FP + FN,
-headline cards and the load report. Metrics are read from the registry at call time,
-so metrics registered later (peer metrics) appear without changes here."""
+"""The overview's tables and figure, read from the core and the metric registry.
+
+Metrics are read from the registry at call time, so every registered metric a model
+holds appears without changes here; metrics a family did not compute are left out.
+"""
 
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
 
-from kieval_core import EvaluationResult, ModelResult
+from kieval_core import EvaluationResult
 from kieval_core import registry as metric_registry
 
 from .style import KIND_COLORS, KIND_LABELS, base_layout
-from .text import is_missing, metric_value, plain
+from .text import is_missing, plain
 
 FP_FN_COLOR = "#7f7f7f"
 
 
-def reported_metrics(result: EvaluationResult) -> tuple[metric_registry.Metric, ...]:
-    """The registry metrics of the families this evaluation computed, in registry order."""
-    return metric_registry.metrics_of(result.metrics)
+def reported_metrics(result: EvaluationResult, headline: bool = False) -> list[metric_registry.Metric]:
+    """The registry metrics at least one model holds, in registry order."""
+    metrics = metric_registry.metrics_of(result.metrics)
+    return [
+        m
+        for m in metrics
+        if (m.headline or not headline)
+        and any(m.computed(model) and m.get(model) is not None for model in result.models.values())
+    ]
 
 
-def overview_table(result: EvaluationResult) -> pd.DataFrame:
-    """One row per model (index), one column per registry metric label (the paper's Table 1).
-
-    Values are the registry's own: fractions for scores, integers for counts, None for
-    "not defined" (e.g. group F1 without groups).
-    """
-    metrics = reported_metrics(result)
+def metric_table(result: EvaluationResult, headline: bool = False) -> pd.DataFrame:
+    """One row per model (index ``model``), one column per metric label: fractions for
+    scores, integers for counts, NaN where a metric is not defined for that model."""
+    metrics = reported_metrics(result, headline)
     rows = {
-        name: {"documents": model.n_documents, **{m.label: m.get(model) for m in metrics}}
+        name: {m.label: m.get(model) if m.computed(model) else None for m in metrics}
         for name, model in result.models.items()
     }
-    table = pd.DataFrame.from_dict(rows, orient="index")
+    table = pd.DataFrame.from_dict(rows, orient="index", columns=[m.label for m in metrics])
     table.index.name = "model"
-    return table
+    return table.apply(pd.to_numeric)
 
 
-def metric_rows(result: EvaluationResult) -> pd.DataFrame:
-    """The overview transposed for reading: one row per metric, one text column per model
-    (scores as percentages, counts as integers), its direction and the best model."""
-    table = overview_table(result)
-    rows = []
-    for metric in reported_metrics(result):
-        values = table[metric.label]
-        known = {name: float(v) for name, v in values.items() if not is_missing(v)}
-        best = ""
-        if len(known) > 1 and len(set(known.values())) > 1:
-            pick = max if metric.higher_is_better else min
-            best = pick(known, key=known.get)
-        rows.append(
-            {
-                "metric": metric.label,
-                "family": metric.family,
-                "better": "↑ higher" if metric.higher_is_better else "↓ lower",
-                **{name: metric_value(v) for name, v in values.items()},
-                "best model": best,
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def metric_kinds(table: pd.DataFrame) -> dict[str, str]:
-    """``count`` for columns holding only integers (and n/a), else ``score``."""
-    kinds = {}
-    for column in table.columns:
-        values = [v for v in table[column].tolist() if not is_missing(v)]
-        integral = all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in values)
-        kinds[column] = "count" if values and integral else "score"
-    return kinds
-
-
-def how_to_read(result: EvaluationResult) -> pd.DataFrame:
-    """Metric, direction and the registry's one-line reading guide."""
-    return pd.DataFrame(
-        [(m.label, m.family, m.direction, m.how_to_read) for m in reported_metrics(result)],
-        columns=["metric", "family", "direction", "how to read it"],
+def is_count(metric: metric_registry.Metric, table: pd.DataFrame) -> bool:
+    """Counts are integers wherever defined (corrections, FP + FN)."""
+    values = [v for v in table[metric.label].tolist() if not is_missing(v)]
+    return (
+        bool(values)
+        and all(isinstance(v, numbers.Integral) or float(v).is_integer() for v in values)
+        and not metric.key.endswith(("f1", "precision", "recall", "aligned", "anls_star", "nted"))
     )
 
 
-def headline(
-    result: EvaluationResult, model: ModelResult
-) -> list[tuple[metric_registry.Metric, object]]:
-    """The registry's headline metrics with this model's values (the cards)."""
-    return [(m, m.get(model)) for m in reported_metrics(result) if m.headline]
+def best_models(result: EvaluationResult, table: pd.DataFrame) -> dict[str, str]:
+    """Per metric label, the best model (empty when all models tie)."""
+    out = {}
+    for metric in reported_metrics(result):
+        if metric.label not in table.columns:
+            continue
+        values = table[metric.label].dropna()
+        if len(values) > 1 and values.nunique() > 1:
+            out[metric.label] = values.idxmax() if metric.higher_is_better else values.idxmin()
+    return out
 
 
 def corrections_table(result: EvaluationResult) -> pd.DataFrame:
-    """Subs / Add / Del / corrections beside FP + FN per model (the paper's Table 3)."""
+    """Substitutions, additions, deletions and their total beside FP + FN per model (the
+    paper's Table 3)."""
     rows = []
     for name, model in result.models.items():
         c, e = model.corrections, model.entity
@@ -112,10 +90,12 @@ def corrections_table(result: EvaluationResult) -> pd.DataFrame:
 def corrections_figure(result: EvaluationResult) -> go.Figure:
     """Per model: a stacked bar of corrections next to a bar of FP + FN."""
     table = corrections_table(result)
-    models = [plain(m, 40) for m in table.index]
+    models = [plain(m, 32) for m in table.index]
     fig = go.Figure()
     base = pd.Series(0, index=table.index)
     for kind in ("substitution", "addition", "deletion"):
+        if not table[kind].any():
+            continue  # no bar to draw; a legend key for it would only send readers looking
         fig.add_bar(
             y=models,
             x=table[kind],
@@ -124,7 +104,7 @@ def corrections_figure(result: EvaluationResult) -> go.Figure:
             offsetgroup="corr",
             name=KIND_LABELS[kind],
             marker_color=KIND_COLORS[kind],
-            hovertemplate="%{y}<br>" + KIND_LABELS[kind] + ": %{x}<extra></extra>",
+            hovertemplate="%{y}<br>" + KIND_LABELS[kind] + ": %{x:,}<extra></extra>",
         )
         base = base + table[kind]
     fig.add_bar(
@@ -135,81 +115,32 @@ def corrections_figure(result: EvaluationResult) -> go.Figure:
         name="FP + FN",
         marker_color=FP_FN_COLOR,
         opacity=0.55,
-        hovertemplate="%{y}<br>FP + FN: %{x}<extra></extra>",
+        hovertemplate="%{y}<br>FP + FN: %{x:,}<extra></extra>",
     )
     fig.update_layout(
-        **base_layout(height=110 + 55 * len(models)),
+        **base_layout(height=90 + 42 * len(models)),
         barmode="group",
-        xaxis_title="count",
+        xaxis={"title": "count", "tickformat": ","},
         yaxis={"autorange": "reversed"},
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "traceorder": "normal"},
     )
     return fig
 
 
-def load_report(result: EvaluationResult, files: Sequence[tuple[str, str, int]]) -> pd.DataFrame:
-    """One row per file read: what it held and how much of it was scored.
-
-    ``files`` gives ``(role, file name, size in bytes)`` in the order ground truth, then the
-    prediction files in the order of ``result.models``.
-    """
-    gt = result.gt
-    ent = gt.entities
-    n_groups = int(
-        ent.loc[ent["group"] >= 0, ["doc_id", "group_type", "group"]].drop_duplicates().shape[0]
-    )
-    rows = [
-        {
-            "role": "ground truth",
-            "file": files[0][1],
-            "model": "",
-            "size (bytes)": files[0][2],
-            "documents read": len(gt.doc_ids),
-            "documents scored": len(gt.doc_ids),
-            "missing": 0,
-            "unknown": 0,
-            "entities": gt.n_entities,
-            "groups": n_groups,
-            "confidences": "",
-        }
-    ]
-    for (role, file, size), (name, model) in zip(files[1:], result.models.items(), strict=True):
-        present = model.n_documents - len(model.missing_documents)
-        pred = model.counted.pred_entities
-        rows.append(
+def metric_cards() -> pd.DataFrame:
+    """Every metric of the registry (read now, so later registrations appear)."""
+    return pd.DataFrame(
+        [
             {
-                "role": role,
-                "file": file,
-                "model": name,
-                "size (bytes)": size,
-                "documents read": present + len(model.unknown_documents),
-                "documents scored": present,
-                "missing": len(model.missing_documents),
-                "unknown": len(model.unknown_documents),
-                "entities": len(pred),
-                "groups": int(
-                    pred.loc[pred["group"] >= 0, ["doc_id", "group_type", "group"]]
-                    .drop_duplicates()
-                    .shape[0]
-                ),
-                "confidences": _confidence_note(model),
+                "metric": m.label,
+                "key": m.key,
+                "family": m.family,
+                "direction": m.direction,
+                "definition": m.definition,
+                "how to read it": m.how_to_read,
+                "source": m.citation,
+                "headline": m.headline,
             }
-        )
-    return pd.DataFrame(rows)
-
-
-def _confidence_note(model: ModelResult) -> str:
-    conf = model.counted.pred_entities["confidence"]
-    if not len(conf):
-        return "no predictions"
-    share = float(conf.notna().mean())
-    if share == 0:
-        return "none"
-    return "all" if share == 1 else f"{share:.0%} of predictions"
-
-
-def document_lists(model: ModelResult) -> pd.DataFrame:
-    """Missing (in GT, not predicted) and unknown (predicted, not in GT) document ids."""
-    rows = [("missing: scored as fully missed", d) for d in model.missing_documents]
-    rows += [("unknown: not in the ground truth, not scored", d) for d in model.unknown_documents]
-    return pd.DataFrame(rows, columns=["status", "doc_id"])
+            for m in metric_registry.METRICS
+        ]
+    )

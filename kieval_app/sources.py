@@ -9,28 +9,60 @@ files; :class:`AppOptions` holds every option that changes how files are read an
 from __future__ import annotations
 
 import hashlib
+import io
+import zipfile
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from pathlib import Path, PurePath
+from pathlib import PurePath
 
 from kieval_core import LoadOptions, Normalizer
 from kieval_core.peer_families import PeerOptions
 
-SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_data"
-SAMPLE_GT = "cord_v2_gt.jsonl"
-#: Sample prediction files and the model names the app gives them: they are SIMULATED.
-SAMPLE_MODELS = (
-    ("sim_strong.jsonl", "simulated-strong"),
-    ("sim_llm.jsonl", "simulated-llm"),
-    ("sim_weak.jsonl", "simulated-weak"),
-)
-SAMPLE_ATTRIBUTION = (
-    'Ground truth: the 100 receipts of the CORD v2 validation split (Park et al., "CORD: A '
-    'Consolidated Receipt Dataset for Post-OCR Parsing", Document Intelligence Workshop at '
-    "NeurIPS 2019; Clova AI / NAVER), licensed CC-BY-4.0. The three models are SIMULATED: "
-    "a seeded script added typical extraction errors to the ground truth "
-    "(sample_data/generate_simulated_models.py). They are not real systems."
-)
+from .paths import sample_dir
+
+SAMPLE_DIR = sample_dir()
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A built-in dataset: a ground truth and prediction files, each real or simulated."""
+
+    key: str
+    title: str
+    gt: str
+    models: tuple[tuple[str, str], ...]  # (path under sample_data, model name)
+    attribution: str
+
+
+SAMPLES = {
+    "simulated": Sample(
+        "simulated",
+        "CORD v2 validation, 3 simulated models",
+        "cord_v2_gt.jsonl",
+        (
+            ("sim_strong.jsonl", "simulated-strong"),
+            ("sim_llm.jsonl", "simulated-llm"),
+            ("sim_weak.jsonl", "simulated-weak"),
+        ),
+        'Ground truth: the 100 receipts of the CORD v2 validation split (Park et al., "CORD: A '
+        'Consolidated Receipt Dataset for Post-OCR Parsing", Document Intelligence Workshop at '
+        "NeurIPS 2019; Clova AI / NAVER), licensed CC-BY-4.0. The three models are SIMULATED: "
+        "a seeded script added typical extraction errors to the ground truth "
+        "(sample_data/generate_simulated_models.py). They are not real systems.",
+    ),
+    "official": Sample(
+        "official",
+        "CORD test, a real model (Qwen-VL 72B): the official KIEval sample",
+        "kieval_official_cord/gt_csv",
+        (("kieval_official_cord/pred_csv", "qwen-vl-72b (real)"),),
+        "The official KIEval tool's bundled sample (UpstageAI/KIEval, MIT licence): REAL outputs "
+        "of Qwen-VL 72B on 100 receipts of the CORD test split (CORD: Park et al., Clova AI, "
+        "CC-BY-4.0). The model gave no confidences, so there are no automation figures. The "
+        "paper's published totals are reproduced here (KIEval_Aligned 69.86%).",
+    ),
+}
+#: The sample a new session opens on.
+DEFAULT_SAMPLE = "simulated"
 
 
 @dataclass(frozen=True)
@@ -62,24 +94,24 @@ class Source:
 
 @dataclass(frozen=True)
 class Sources:
-    """The files of one evaluation: a ground truth and zero or more prediction files."""
+    """The files of one evaluation: a ground truth and zero or more prediction files, or
+    a saved run (``run``: its directory), whose figures are read, not computed."""
 
     gt: Source | None
     predictions: tuple[Source, ...] = ()
-    sample: bool = False
+    sample: str | None = None  # the key of a built-in sample, None for uploads
+    run: str | None = None  # the directory of a saved run opened read-only
 
     def with_gt(self, gt: Source) -> Sources:
-        """A new ground truth; the sample's simulated predictions do not fit it, so go."""
-        return Sources(gt, () if self.sample else self.predictions, sample=False)
+        """A new ground truth; the sample's predictions do not fit it, so they go."""
+        return Sources(gt, () if self.sample else self.predictions)
 
     def with_predictions(self, added: tuple[Source, ...]) -> Sources:
         """Add prediction files; a file of the same name replaces the older one."""
         kept = (
-            ()
-            if self.sample
-            else tuple(p for p in self.predictions if p.name not in {a.name for a in added})
+            () if self.sample else tuple(p for p in self.predictions if p.name not in {a.name for a in added})
         )
-        return Sources(self.gt, kept + tuple(added), sample=False)
+        return Sources(self.gt, kept + tuple(added))
 
     def without_prediction(self, name: str) -> Sources:
         return replace(self, predictions=tuple(p for p in self.predictions if p.name != name))
@@ -104,39 +136,55 @@ def model_names(predictions: tuple[Source, ...] | list[Source]) -> list[str]:
     return names
 
 
-@lru_cache(maxsize=1)
-def sample_sources() -> Sources:
-    """The embedded default: CORD v2 validation ground truth and three simulated models."""
-    gt = Source.of(SAMPLE_GT, (SAMPLE_DIR / SAMPLE_GT).read_bytes())
-    predictions = tuple(
-        Source.of(file, (SAMPLE_DIR / file).read_bytes(), model_name=name)
-        for file, name in SAMPLE_MODELS
-    )
-    return Sources(gt, predictions, sample=True)
+def _read_sample_file(relative: str) -> tuple[str, bytes]:
+    """A sample file's name and bytes; a directory is zipped in memory (as an upload)."""
+    path = SAMPLE_DIR / relative
+    if not path.is_dir():
+        return path.name, path.read_bytes()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for member in sorted(path.iterdir()):
+            archive.writestr(member.name, member.read_bytes())
+    return f"{path.name}.zip", buffer.getvalue()
+
+
+@lru_cache(maxsize=len(SAMPLES))
+def sample_sources(key: str = DEFAULT_SAMPLE) -> Sources:
+    """A built-in sample (:data:`SAMPLES`) as sources."""
+    sample = SAMPLES[key]
+    gt = Source.of(*_read_sample_file(sample.gt))
+    predictions = tuple(Source.of(*_read_sample_file(path), model_name=name) for path, name in sample.models)
+    return Sources(gt, predictions, sample=key)
 
 
 @dataclass(frozen=True)
 class AppOptions:
-    """Every choice that changes how files are read or scored (the sidebar's options)."""
+    """Every choice that changes how files are read or scored (the sidebar's options).
+
+    Decision parameters (target accuracy, costs) are not here: they change no figure of
+    the evaluation, only the decisions drawn from it, so they never re-score.
+    """
 
     gt_format: str = "auto"
     pred_format: str = "auto"
     key: str | None = None
     aliases: tuple[tuple[str, str], ...] = ()
-    ignore_keys: tuple[str, ...] = ()
+    meta: tuple[str, ...] = ()
     related_fields: tuple[str, ...] = ()
     casefold: bool = False
     number_punctuation: bool = False
     families: tuple[str, ...] = ("kieval",)
-    target_accuracy: float = 0.95
     cer_threshold: float = 0.30
-    structure: str = "canonical"
+    structure: str = "uploaded"
 
     def load_options(self, role: str) -> LoadOptions:
         """Load options of the ground truth (``role="gt"``) or of a prediction file."""
         fmt = self.gt_format if role == "gt" else self.pred_format
         return LoadOptions(
-            format=fmt, key=self.key or None, aliases=self.aliases, ignore_keys=self.ignore_keys,
+            format=fmt,
+            key=self.key or None,
+            aliases=self.aliases,
+            meta=self.meta,
             related_fields=self.related_fields,
         )
 
@@ -147,6 +195,10 @@ class AppOptions:
     @property
     def peer_options(self) -> PeerOptions:
         return PeerOptions(cer_threshold=self.cer_threshold, structure=self.structure)
+
+    @property
+    def peer_families(self) -> tuple[str, ...]:
+        return tuple(f for f in self.families if f != "kieval")
 
 
 def parse_aliases(text: str) -> tuple[tuple[str, str], ...]:

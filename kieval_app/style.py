@@ -41,16 +41,6 @@ KINDS = ("substitution", "addition", "deletion")
 ACCURACY_COLOR = "#0072B2"
 AUTOMATION_COLOR = "#E69F00"
 NEUTRAL_COLOR = "#7f7f7f"
-MODEL_COLORS = (
-    "#0072B2",
-    "#E69F00",
-    "#009E73",
-    "#CC79A7",
-    "#56B4E9",
-    "#D55E00",
-    "#F0E442",
-    "#000000",
-)
 
 
 def base_layout(height: int = 380, **extra) -> dict:
@@ -58,7 +48,6 @@ def base_layout(height: int = 380, **extra) -> dict:
     layout = {
         "height": height,
         "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
-        "template": "plotly_white",
         "font": {"size": 13},
         "hoverlabel": {"namelength": -1},
     }

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import html
 import math
-import numbers
 import re
 
 # CommonMark lets every ASCII punctuation character be backslash-escaped; escaping all of
@@ -80,19 +79,6 @@ def number(value: object) -> str:
     if float(value) == int(value):  # type: ignore[arg-type]
         return f"{int(value):,}"  # type: ignore[arg-type]
     return f"{float(value):,.1f}"  # type: ignore[arg-type]
-
-
-def metric_value(value: object) -> str:
-    """Counts as integers, scores (fractions) as percentages.
-
-    >>> metric_value(154), metric_value(0.9065), metric_value(None)
-    ('154', '90.65%', 'n/a')
-    """
-    if is_missing(value):
-        return "n/a"
-    if isinstance(value, numbers.Integral):
-        return number(value)
-    return pct(value)
 
 
 def file_size(n_bytes: int) -> str:

@@ -1,0 +1,56 @@
+"""Starting the dashboard: ``kieval dashboard [RUN] [--host] [--port] [-- server options]``.
+
+Streamlit reads ``.streamlit/config.toml`` from its working directory, so the server runs
+in :func:`~kieval_app.paths.app_root` (the checkout, or the installed bundle) whatever the
+directory the user starts it from. Options for Streamlit's server are passed before the
+script, where ``streamlit run`` reads them (after it they would reach the script).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from .paths import app_root
+
+#: Environment variable naming a saved run the dashboard opens.
+OPEN_RUN = "KIEVAL_OPEN_RUN"
+
+
+def command(port: int, host: str, server_options: Sequence[str] = ()) -> list[str]:
+    """The ``streamlit run`` command line.
+
+    >>> command(8501, "localhost", ["--", "--server.maxUploadSize", "500"])[3:-1]
+    ['run', '--server.port', '8501', '--server.address', 'localhost', '--server.maxUploadSize', '500']
+    """
+    options = [o for o in server_options if o != "--"]
+    return [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "--server.port",
+        str(port),
+        "--server.address",
+        host,
+        *options,
+        str(app_root() / "app.py"),
+    ]
+
+
+def launch(port: int, host: str, server_options: Sequence[str] = (), run: Path | None = None) -> NoReturn:
+    """Become the dashboard server; ``run`` opens a saved run.
+
+    The process is replaced rather than given a child, so whatever stops ``kieval
+    dashboard`` (Ctrl-C, a service manager's SIGTERM, a test's ``terminate()``) stops the
+    server itself instead of orphaning it.
+    """
+    env = dict(os.environ)
+    if run is not None:
+        env[OPEN_RUN] = str(Path(run).resolve())
+    os.chdir(app_root())
+    line = command(port, host, server_options)
+    os.execve(line[0], line, env)

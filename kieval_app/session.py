@@ -1,0 +1,224 @@
+"""The Streamlit boundary: session state, the shared store, and the workspace of a run.
+
+Everything that touches ``st.session_state`` or the store lives here and in
+:mod:`kieval_app.uploads` and :mod:`kieval_app.sidebar`; pages call :func:`current` and
+render. Session state holds only these keys (besides widget values):
+
+==================  ===============================================================
+``sources``         :class:`~kieval_app.sources.Sources`: the files in use (a built-in
+                    sample until the user uploads)
+``pending``         uploads waiting to be read, ``[(role, Source)]``
+``refused``         prediction files refused against the current ground truth,
+                    ``[(Source, message)]``; checked again when the ground truth changes
+``messages``        ``[(level, text)]``: how the last uploads ended (loaded, refused,
+                    failed), shown until the next upload
+``uploader``        a counter in the uploaders' keys: a new value empties the boxes
+``workspace``       this run's :class:`~kieval_app.compute.Workspace`, set by the frame
+``doc``, ``url``    the document shown on the Documents page; the deep link last
+                    written to the URL (to tell a new deep link from the app's own)
+``fresh``           True on a session's first run (a refresh, a restart, a shared link)
+==================  ===============================================================
+
+Saved runs live under :func:`runs_dir`; the URL's ``run=<id>`` names the run a page
+showed, so a new session (after a refresh or a restart) can offer to reopen it.
+
+Widget keys: ``opt_*`` (sidebar options), ``model`` (model picker), ``upload_gt_<n>`` /
+``upload_pred_<n>`` (Overview), ``docs_*``, ``errors_*``, ``auto_*``, ``cmp_*`` on the
+pages. Every key is fixed: none grows with the data.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from pathlib import Path
+
+import streamlit as st
+
+from . import compute
+from .compute import Workspace
+from .launch import OPEN_RUN
+from .sources import DEFAULT_SAMPLE, AppOptions, Sources, sample_sources
+from .store import IDLE_BYTES, Store
+from .text import file_size, md
+
+SOURCES, PENDING, REFUSED, MESSAGES, UPLOADER = "sources", "pending", "refused", "messages", "uploader"
+WORKSPACE, DOC, URL, FRESH, MODEL = "workspace", "doc", "url", "fresh", "model"
+
+
+@st.cache_resource(show_spinner=False)
+def store() -> Store:
+    """The one store of this server process (``KIEVAL_IDLE_CACHE_MB`` sizes its idle part)."""
+    idle = int(os.environ.get("KIEVAL_IDLE_CACHE_MB", IDLE_BYTES // 2**20)) * 2**20
+    return Store(idle_bytes=idle)
+
+
+def _session_ended(session: str) -> None:
+    store().release_session(session)
+
+
+@st.cache_resource(scope="session", on_release=_session_ended, show_spinner=False)
+def session_id() -> str:
+    """This session's id in the store; released (with what only it held) when it ends."""
+    return uuid.uuid4().hex
+
+
+def runs_dir() -> Path:
+    """Where the dashboard saves runs (``KIEVAL_RUNS_DIR``, default ``~/.kieval/runs``)."""
+    return Path(os.environ.get("KIEVAL_RUNS_DIR", Path.home() / ".kieval" / "runs"))
+
+
+def initial_sources() -> Sources:
+    """What a new session opens: the run named by ``kieval dashboard DIR``, else a sample."""
+    opened = os.environ.get(OPEN_RUN)
+    return Sources(None, run=opened) if opened else sample_sources(DEFAULT_SAMPLE)
+
+
+def init_state() -> None:
+    """Defaults on a session's first run: a saved run or a built-in sample, no messages."""
+    st.session_state[FRESH] = SOURCES not in st.session_state
+    st.session_state.setdefault(SOURCES, initial_sources())
+    for key in (PENDING, REFUSED, MESSAGES):
+        st.session_state.setdefault(key, [])
+    st.session_state.setdefault(UPLOADER, 0)
+    st.session_state.setdefault(URL, {})
+
+
+def prepare(options: AppOptions) -> Workspace:
+    """Score the loaded files (shared, cached by content); a progress bar shows while
+    files are read or scored, and disappears at once when everything was cached."""
+    bar = st.empty()
+
+    def progress(share: float, text: str) -> None:
+        bar.progress(min(max(share, 0.0), 1.0), text=md(text))
+
+    ws = compute.build_workspace(store(), session_id(), st.session_state[SOURCES], options, progress)
+    bar.empty()
+    st.session_state[WORKSPACE] = ws
+    return ws
+
+
+def current() -> Workspace:
+    """The workspace the frame prepared in this run."""
+    return st.session_state[WORKSPACE]
+
+
+def view(name: str, fn, *key):
+    """A page's derived table, cached per (workspace, view, ``key``) in the store: ``key``
+    must hold everything ``fn`` depends on besides the workspace."""
+    return compute.view(store(), current(), name, fn, *key)
+
+
+def finish_background(ws: Workspace, slot) -> None:
+    """After the page is drawn with its KIEval figures: wait for the peer metrics computed
+    in the background, showing their progress in ``slot``, then redraw the page with them.
+
+    Waiting here, at the end of the script, keeps the page usable: any interaction starts
+    a new run (the progress update is where Streamlit stops this one), and the new run
+    waits for the same background work instead of starting it again. A timer (a fragment
+    with ``run_every``) would compete with uploads for reruns and lose some.
+    """
+    pending = [t for t in ws.pending if not t.done]
+    if not pending:
+        return
+    while not all(t.done for t in pending):
+        done = sum(t.done_steps for t in pending)
+        total = sum(t.total_steps for t in pending)
+        slot.progress(
+            done / max(total, 1),
+            text=f"Peer metrics: {done} of {total} family runs "
+            f"({', '.join(md(t.label) for t in pending if not t.done)}). KIEval figures are final.",
+        )
+        time.sleep(0.25)
+    slot.empty()
+    st.rerun()
+
+
+def render_messages(ws: Workspace) -> None:
+    """How the last uploads ended, then the problems of the current files."""
+    messages = st.session_state.get(MESSAGES, [])
+    loaded = [text for level, text in messages if level == "success"]
+    if loaded:  # one line for every file that went well
+        st.success(" · ".join(md(text) for text in loaded), icon=":material/check_circle:")
+    for level, text in messages:
+        if level == "error":
+            st.error(md(text), icon=":material/error:")
+        elif level == "warning":
+            st.warning(md(text), icon=":material/warning:")
+    for message in ws.problems:
+        st.error(md(message), icon=":material/error:")
+
+
+def require_models(ws: Workspace) -> None:
+    """Stop the page with a pointer to the Overview page when nothing can be shown."""
+    if ws.result is None or not ws.has_models:
+        render_messages(ws)
+        text = (
+            "Fix the ground truth or its options on the Overview page."
+            if ws.result is None
+            else "No predictions loaded yet: upload one or more prediction files on the Overview page."
+        )
+        st.info(text)
+        st.page_link("app_pages/overview.py", label="Go to the Overview page", icon=":material/upload:")
+        st.stop()
+
+
+def selected_model(ws: Workspace) -> str:
+    name = st.session_state.get(MODEL)
+    return name if name in ws.model_names else ws.model_names[0]
+
+
+def document_link(doc_id: str, model: str, label: str | None = None) -> None:
+    """A link to the Documents page showing ``doc_id`` of ``model``."""
+    st.page_link(
+        "app_pages/documents.py",
+        label=md(label or doc_id),
+        icon=":material/description:",
+        query_params={"doc": doc_id, "model": model},
+    )
+
+
+def keep_valid(key: str, options) -> None:
+    """Drop remembered choices of a multiselect that the current options no longer hold."""
+    chosen = st.session_state.get(key)
+    if isinstance(chosen, list):
+        allowed = set(options)
+        st.session_state[key] = [c for c in chosen if c in allowed]
+
+
+def upload_limit_mb() -> int:
+    """The upload size limit (``server.maxUploadSize`` in .streamlit/config.toml)."""
+    return int(st.get_option("server.maxUploadSize"))
+
+
+def describe(ws: Workspace) -> str:
+    """One line saying what is loaded."""
+    sources = ws.sources
+    if sources.sample:
+        return ""
+    n = len(sources.predictions)
+    gt = sources.gt
+    gt_text = f"{md(gt.name)} ({file_size(gt.size)})" if gt else "none"
+    return f"Ground truth {gt_text}, {n} prediction file{'' if n == 1 else 's'}."
+
+
+def save_run() -> None:
+    """Save the current evaluation under the runs directory and put its id in the URL, so
+    a refresh or a restart can offer to reopen it."""
+    ws = current()
+    path = compute.save_workspace(ws, runs_dir())
+    st.query_params["run"] = ws.key
+    st.session_state[MESSAGES] = [("success", f"Saved as {path}; this page's address reopens it.")]
+
+
+def open_saved(key: str) -> None:
+    st.session_state.update({SOURCES: Sources(None, run=str(runs_dir() / key)), MESSAGES: []})
+
+
+def saved_run_offer() -> str | None:
+    """On a session's first run: the id of a saved run the URL names, if it exists."""
+    key = st.query_params.get("run")
+    if not st.session_state.get(FRESH) or not key or not key.isalnum():
+        return None
+    return key if (runs_dir() / key / "manifest.json").is_file() else None

@@ -1,0 +1,165 @@
+"""Uploads: every file ends, visibly, loaded, refused (with the message) or failed.
+
+The uploaders are drop zones: their callbacks only queue the files (``pending``) and
+empty the boxes (a new widget key); the frame then reads the queue. Loaded files are
+listed by the app, each with a remove button, so what the page lists is always what is
+in use. The queue is applied atomically: the new sources, the refused files and the
+messages are computed first and written to session state in one step, and the queue is
+emptied in that same step. A run interrupted by another rerun (a second upload while
+the first is read) therefore loses nothing: the queue is still there for the next run.
+
+A prediction file that shares no document with the ground truth is refused and kept
+aside; whenever the ground truth changes, the files kept aside are checked again, and
+every loaded prediction file is checked against the new ground truth.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from . import compute
+from .session import MESSAGES, PENDING, REFUSED, SOURCES, UPLOADER, store, upload_limit_mb
+from .sources import AppOptions, Source, Sources, sample_sources
+from .text import file_size, md
+
+UPLOAD_TYPES = ["json", "jsonl", "ndjson", "csv", "tsv", "parquet", "zip", "bio"]
+
+
+def gt_key() -> str:
+    return f"upload_gt_{st.session_state[UPLOADER]}"
+
+
+def pred_key() -> str:
+    return f"upload_pred_{st.session_state[UPLOADER]}"
+
+
+def _queue(role: str, files) -> None:
+    limit = upload_limit_mb()
+    queued, messages = [], []
+    for file in files:
+        if file.size > limit * 1024 * 1024:
+            messages.append(
+                (
+                    "error",
+                    f"{file.name}: refused, the file is {file_size(file.size)}; the "
+                    f"upload limit is {limit} MB",
+                )
+            )
+            continue
+        queued.append((role, Source.of(file.name, file.getvalue())))
+    st.session_state[PENDING] = [*st.session_state[PENDING], *queued]
+    st.session_state[MESSAGES] = messages
+    st.session_state[UPLOADER] += 1  # empty the boxes: the page lists what is loaded
+
+
+def on_gt_upload() -> None:
+    file = st.session_state.get(gt_key())
+    if file is not None:
+        _queue("gt", [file])
+
+
+def on_prediction_upload() -> None:
+    _queue("pred", st.session_state.get(pred_key()) or [])
+
+
+def process_pending(options: AppOptions, show) -> None:
+    """Read the queued uploads; ``show(share, text)`` reports progress."""
+    pending = list(st.session_state[PENDING])
+    if not pending:
+        return
+    sources: Sources = st.session_state[SOURCES]
+    refused: list[tuple[Source, str]] = list(st.session_state[REFUSED])
+    messages = list(st.session_state[MESSAGES])
+    shared = store()
+    for i, (role, source) in enumerate(pending):
+        show(i / len(pending), f"Reading {source.name} ({file_size(source.size)})")
+        try:
+            if role == "gt":
+                compute.read_dataset(shared, source, options, "gt", "ground truth")
+                sources, refused, notes = _new_ground_truth(sources, source, refused, options)
+                messages += [("success", f"{source.name}: loaded as the ground truth"), *notes]
+                continue
+            if sources.gt is not None:
+                compute.check_prediction(shared, sources.gt, source, options)
+            sources = sources.with_predictions((source,))
+            refused = [(s, m) for s, m in refused if s.name != source.name]
+            messages.append(("success", f"{source.name}: loaded"))
+        except Exception as exc:  # one clear message per file; never a traceback
+            message = compute.read_message(source, exc)
+            if role == "pred" and "no document in common" in message:
+                refused = [(s, m) for s, m in refused if s.name != source.name] + [(source, message)]
+                message += " It is kept aside and checked again when the ground truth changes."
+            messages.append(("error", f"refused: {message}"))
+    show(1.0, "Scoring")
+    st.session_state.update({SOURCES: sources, REFUSED: refused, MESSAGES: messages, PENDING: []})
+
+
+def _new_ground_truth(sources: Sources, gt: Source, refused: list, options: AppOptions):
+    """The new ground truth with every prediction that fits it: the loaded ones (of an
+    upload, not a sample) and the ones kept aside."""
+    candidates = [*([] if sources.sample else sources.predictions), *(s for s, _ in refused)]
+    kept, still_refused, notes = [], [], []
+    for pred in candidates:
+        try:
+            compute.check_prediction(store(), gt, pred, options)
+        except Exception as exc:
+            still_refused.append((pred, compute.read_message(pred, exc)))
+            notes.append(("warning", f"{pred.name}: set aside, it does not fit the new ground truth"))
+            continue
+        kept.append(pred)
+        if pred in {s for s, _ in refused}:
+            notes.append(("success", f"{pred.name}: refused before, fits the new ground truth: loaded"))
+    return Sources(gt, tuple(kept)), still_refused, notes
+
+
+def remove_prediction(name: str) -> None:
+    st.session_state[SOURCES] = st.session_state[SOURCES].without_prediction(name)
+    st.session_state[MESSAGES] = [("success", f"{name}: removed")]
+
+
+def use_sample(key: str) -> None:
+    st.session_state.update({SOURCES: sample_sources(key), MESSAGES: [], PENDING: [], REFUSED: []})
+
+
+def render_uploaders() -> None:
+    """The two drop zones, and what is loaded, each file with a remove button."""
+    left, right = st.columns(2)
+    left.file_uploader(
+        "Ground truth",
+        type=UPLOAD_TYPES,
+        key=gt_key(),
+        on_change=on_gt_upload,
+        help="One file with every document (JSON, JSONL, CSV/TSV/Parquet long table, CORD), or a .zip "
+        "of one file per document (KIEval CSV, JSON).",
+    )
+    right.file_uploader(
+        "Predictions",
+        type=UPLOAD_TYPES,
+        key=pred_key(),
+        accept_multiple_files=True,
+        on_change=on_prediction_upload,
+        help="One file per model; the model is named after the file. Add more files at any time.",
+    )
+    st.caption(
+        f"Up to {upload_limit_mb()} MB per file. Formats are detected automatically; reading "
+        "and scoring options are in the sidebar. A directory of per-document files is "
+        "uploaded as one .zip."
+    )
+
+
+def render_loaded(sources: Sources) -> None:
+    """The files in use, with a remove button per prediction file."""
+    if sources.sample or sources.gt is None:
+        return
+    names = sources.model_names()
+    columns = st.columns(min(len(names), 4) or 1)
+    for i, (name, source) in enumerate(zip(names, sources.predictions, strict=True)):
+        columns[i % len(columns)].button(
+            md(name),
+            key=f"remove_{i}",
+            icon=":material/close:",
+            help=f"Remove {md(source.name)}",
+            on_click=remove_prediction,
+            args=(source.name,),
+            width="stretch",
+        )
