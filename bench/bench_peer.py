@@ -7,8 +7,9 @@ noisy predictions, then times, in one run:
 * OI metrics: ``oi_metrics`` (one call for the corpus) vs ie-eval 0.2.0's scorers
   (``OiEcerEwer`` x2, ``OiNerval``, ``BagOfWords`` on tagged words and on entities,
   micro-averaged as ie-eval does);
-* nTED and Donut field F1: ours vs the zss-based Donut oracle in
-  ``tests/peer/donut_reference.py`` (on a subset by default: zss is slow);
+* nTED and Donut field F1: ours (``nted_corpus``, one call for the subset) vs the
+  zss-based Donut oracle in ``tests/peer/donut_reference.py`` (on a subset by default:
+  zss is slow);
 * list metrics and token diagnostics: ours only (no reference package).
 
 Usage: ``python bench/bench_peer.py [--docs 10000] [--donut-docs 500] [--seed 0]``.
@@ -36,7 +37,7 @@ from kieval_core.peer import (  # noqa: E402
     anls_star,
     donut_field_f1,
     list_metrics,
-    nted,
+    nted_corpus,
     oi_metrics,
     token_diagnostics,
 )
@@ -158,7 +159,7 @@ def main() -> None:
     rows.append(("OI metrics (all five)", len(docs), t_ours, "ie-eval 0.2.0", t_ref, diff))
 
     subset = docs[: args.donut_docs]
-    ours, t_ours = timed(lambda: [nted(g, p) for g, p in subset])
+    ours, t_ours = timed(lambda: nted_corpus(subset).per_document)
     theirs, t_ref = timed(lambda: [donut_reference.cal_acc(p, g) for g, p in subset])
     diff = max(abs(a - b) for a, b in zip(ours, theirs, strict=True))
     rows.append(("nTED", len(subset), t_ours, "Donut evaluator on zss", t_ref, diff))

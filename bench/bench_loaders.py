@@ -1,0 +1,212 @@
+"""Loaders against the bare parse of the same bytes, in every input format.
+
+Writes the receipts of :func:`bench_core.generate` (GT and predictions) in every format
+of SPEC 6 (:mod:`formats`), then times, in one run and per format:
+
+* **parse**: the bare parse of the same files (``pandas.read_csv`` as text for CSV/TSV,
+  ``pyarrow.parquet.read_table``, ``json.loads`` of every line or file, splitting lines
+  into cells for the official CSV and IOB2): the floor any loader pays;
+* **load**: ``kieval_core.load`` of both sides, in this process;
+* **evaluate**: ``kieval evaluate --metrics kieval --json`` end to end, in a subprocess.
+
+Each format is also compared with long CSV holding the same entities (its twin: the
+content the format can carry), and the two reports' figures must be equal. Then the
+official KIEval CSV sample, replicated to 20,000 documents, is timed against the paper's
+own implementation (skipped with a message when ``/work/shared/reference`` is absent).
+Usage::
+
+    python bench/bench_loaders.py [--docs 65000] [--formats csv,nested-jsonl,...] [--out bench/out]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+from bench_core import generate  # noqa: E402
+from formats import Case, write_formats  # noqa: E402
+
+from kieval_core import load  # noqa: E402
+
+REFERENCE = Path("/work/shared/reference/official_kieval")
+OFFICIAL_SAMPLE = HERE.parent / "sample_data" / "kieval_official_cord"
+
+
+# --- the bare parse of each format -----------------------------------------------------------
+
+
+def _read_csv(path: Path) -> None:
+    pd.read_csv(path, dtype=str, keep_default_na=False, sep="\t" if path.suffix == ".tsv" else ",")
+
+
+def _json_lines(path: Path) -> None:
+    with path.open("rb") as lines:
+        [json.loads(line) for line in lines if line.strip()]
+
+
+def _json_files(path: Path) -> None:
+    [json.loads(p.read_bytes()) for p in sorted(path.iterdir())]
+
+
+def _cells(path: Path) -> None:
+    [[line.split("\t") for line in p.read_text("utf-8").splitlines()] for p in sorted(path.iterdir())]
+
+
+def _tokens(path: Path) -> None:
+    [line.split() for line in path.read_text("utf-8").splitlines()]
+
+
+PARSE: dict[str, Callable[[Path], None]] = {
+    "csv": _read_csv, "tsv": _read_csv, "parquet": pq.read_table, "table-jsonl": _json_lines,
+    "nested-jsonl": _json_lines, "json": lambda p: json.loads(p.read_bytes()), "json-dir": _json_files,
+    "kieval-csv": _cells, "cord": _json_lines, "lists": _json_lines, "iob2": _tokens,
+}
+
+
+def _timed(work: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    work()
+    return time.perf_counter() - start
+
+
+def _evaluate(gt: Path, pred: Path, out: Path, options: list[str]) -> tuple[float, dict]:
+    command = [sys.executable, "-m", "kieval_core.cli", "evaluate", "--gt", str(gt), "--pred", str(pred),
+               "--metrics", "kieval", "--json", str(out), *options]
+    seconds = _timed(lambda: subprocess.run(command, check=True, stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.PIPE, cwd=HERE.parent))
+    return seconds, json.loads(out.read_text("utf-8"))
+
+
+def _figures(report: dict) -> dict:
+    (model,) = report["models"].values()
+    return {k: model[k] for k in ("n_documents", "kieval", "entity_f1")}
+
+
+def bench_format(case: Case, out: Path) -> dict:
+    parse = PARSE.get(case.name, PARSE["csv"])
+    parse_s = _timed(lambda: (parse(case.gt), parse(case.pred)))
+    load_s = _timed(lambda: (load(case.gt), load(case.pred)))
+    eval_s, report = _evaluate(case.gt, case.pred, out / f"{case.name}.json", case.cli)
+    return {"format": case.name, "twin": case.twin, "parse": parse_s, "load": load_s,
+            "evaluate": eval_s, "figures": _figures(report)}
+
+
+def print_formats(rows: list[dict]) -> None:
+    by_name = {r["format"]: r for r in rows}
+    print(f"\n{'format':13} {'parse s':>8} {'load s':>7} {'eval s':>7} {'load/parse':>10} "
+          f"{'eval/parse':>10} {'load/twin':>9} {'eval/twin':>9}  same figures")
+    for r in rows:
+        if r["format"].startswith("csv-"):
+            continue
+        twin = by_name[r["twin"]]
+        same = "yes" if r["figures"] == twin["figures"] else "NO"
+        print(f"{r['format']:13} {r['parse']:8.2f} {r['load']:7.2f} {r['evaluate']:7.2f} "
+              f"{r['load'] / r['parse']:9.1f}x {r['evaluate'] / r['parse']:9.1f}x "
+              f"{r['load'] / twin['load']:8.2f}x {r['evaluate'] / twin['evaluate']:8.2f}x  {same}")
+
+
+# --- the official KIEval CSV against the official implementation ---------------------------
+
+OFFICIAL_SCRIPT = """
+import glob, sys, time
+start = time.perf_counter()
+sys.path.insert(0, {reference!r})
+from KIEval.kieval import kieval
+gold = sorted(glob.glob({gt!r} + "/*.csv"))
+pred = sorted(glob.glob({pred!r} + "/*.csv"))
+_, _, totals = kieval(gold, pred, {keys!r}, empty_token="<empty>", grouping_strategy="hungarian",
+                      value_delimiter="||", entity_type_delimiter="\\t", split_merged_value=True,
+                      include_empty_token_in_score_calculation=False, print_score=False)
+print(totals["total.kieval"]["exact_match"], totals["total.kieval"]["kieval_aligned"])
+"""
+
+
+def replicate_official(out: Path, copies: int) -> tuple[Path, Path]:
+    """The official sample's 100 documents, ``copies`` times under new names."""
+    dirs = []
+    for side in ("gt_csv", "pred_csv"):
+        target = out / "official" / side
+        if target.exists():
+            shutil.rmtree(target)
+        target.mkdir(parents=True)
+        for source in sorted((OFFICIAL_SAMPLE / side).glob("*.csv")):
+            data = source.read_bytes()
+            for k in range(copies):
+                (target / f"{k:04d}_{source.name}").write_bytes(data)
+        dirs.append(target)
+    return dirs[0], dirs[1]
+
+
+def ontology_keys() -> list[str]:
+    """Every entity type written in the sample's ground-truth CSVs (headers and fields)."""
+    keys: set[str] = set()
+    for path in (OFFICIAL_SAMPLE / "gt_csv").glob("*.csv"):
+        for block in path.read_text("utf-8").strip().split("\n\n"):
+            lines = block.strip().splitlines()
+            if lines[0].strip().isdigit():
+                keys.update(lines[1].split("\t"))
+            else:
+                keys.update(line.split("\t", 1)[0] for line in lines)
+    return sorted(keys)
+
+
+def bench_official(out: Path, copies: int) -> None:
+    if not REFERENCE.exists():
+        print(f"\nofficial implementation: skipped ({REFERENCE} is absent)")
+        return
+    gt, pred = replicate_official(out, copies)
+    script = OFFICIAL_SCRIPT.format(reference=str(REFERENCE), gt=str(gt), pred=str(pred),
+                                    keys=ontology_keys())
+    command = [sys.executable, "-c", script]
+    start = time.perf_counter()
+    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    official_s = time.perf_counter() - start
+    ours_s, report = _evaluate(gt, pred, out / "official.json", ["--format", "kieval-csv"])
+    load_s = _timed(lambda: (load(gt), load(pred)))
+    parse_s = _timed(lambda: (_cells(gt), _cells(pred)))
+    entity = report["models"]["pred_csv"]["kieval"]["entity"]
+    print(f"\nofficial KIEval CSV sample x{copies} ({100 * copies:,} documents a side)")
+    print(f"  official implementation (process):  {official_s:6.2f} s   "
+          f"exact match, aligned: {done.stdout.strip()}")
+    print(f"  kieval evaluate --format kieval-csv: {ours_s:6.2f} s   TP {entity['tp']:,}  "
+          f"-> {official_s / ours_s:.1f}x faster")
+    print(f"  kieval_core.load of both dirs:       {load_s:6.2f} s   (bare split into cells {parse_s:.2f} s, "
+          f"{load_s / parse_s:.1f}x)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=65000)
+    parser.add_argument("--formats", default="", help="comma-separated subset (default: all)")
+    parser.add_argument("--official-copies", type=int, default=200, help="0 skips the official comparison")
+    parser.add_argument("--out", type=Path, default=HERE / "out" / "loaders")
+    args = parser.parse_args()
+    gt, pred = generate(args.docs)
+    print(f"documents {args.docs:,}, GT entities {len(gt):,}, predicted entities {len(pred):,}")
+    start = time.perf_counter()
+    cases = write_formats(gt, pred, args.out)
+    print(f"wrote every format in {time.perf_counter() - start:.0f} s under {args.out}")
+    chosen = [f for f in args.formats.split(",") if f] or list(cases)
+    wanted = set(chosen) | {cases[n].twin for n in chosen}
+    load(cases["csv"].gt)  # warm up: the first read imports Arrow's readers
+    rows = [bench_format(case, args.out) for name, case in cases.items() if name in wanted]
+    print_formats(rows)
+    if args.official_copies:
+        bench_official(args.out, args.official_copies)
+
+
+if __name__ == "__main__":
+    main()
