@@ -1,9 +1,11 @@
-"""Take the README screenshots of every dashboard page (sample data) with headless Chromium.
+"""Take screenshots of every dashboard page with headless Chromium.
 
-    python docs/make_screenshots.py [--out docs/screenshots] [--chromium /usr/bin/chromium]
+    python docs/make_screenshots.py [--out docs/screenshots] [--width 1400]
+        [--gt FILE --pred FILE ...] [--meta KEY] [--prefix NAME]
 
-Starts ``streamlit run app.py`` on a free port, opens each page, waits until the app is
-idle, and saves one PNG per page (the full page up to 3,400 px, in 256 colours).
+Starts ``streamlit run app.py`` on a free port, opens each page (on the built-in sample,
+or after uploading ``--gt`` and ``--pred`` files), waits until the app is idle, and
+saves one PNG per page (the full page up to 3,400 px, in 256 colours).
 """
 
 from __future__ import annotations
@@ -18,16 +20,16 @@ sys.path.insert(0, str(ROOT))
 from kieval_app.headless import CHROMIUM_ARGS, streamlit_server  # noqa: E402
 
 PAGES = [
-    ("overview", ""),
-    ("documents", "documents?doc=validation_0075&model=simulated-weak"),
-    ("errors", "errors"),
-    ("automation", "automation"),
-    ("compare", "compare"),
-    ("guide", "guide"),
+    ("overview", "Overview"),
+    ("documents", "Documents"),
+    ("errors", "Errors"),
+    ("automation", "Automation"),
+    ("compare", "Compare"),
+    ("guide", "Metrics guide"),
 ]
 
 
-def wait_idle(page, timeout_ms: int = 60_000) -> None:
+def wait_idle(page, timeout_ms: int = 120_000) -> None:
     """Wait until the script run finished (no 'Running' status, no skeletons)."""
     page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_ms)
     page.wait_for_function(
@@ -41,7 +43,7 @@ def wait_idle(page, timeout_ms: int = 60_000) -> None:
     page.wait_for_timeout(1200)  # plotly and data grids draw after the run
 
 
-def capture(page, path: Path, width: int = 1400, max_height: int = 3400) -> None:
+def capture(page, path: Path, width: int, max_height: int = 3400) -> None:
     """Screenshot the whole scrollable app at ``width`` (at most ``max_height`` tall), then
     reduce it to a 256-colour palette so it stays small for the README."""
     height = page.evaluate(
@@ -51,7 +53,7 @@ def capture(page, path: Path, width: int = 1400, max_height: int = 3400) -> None
             return main ? main.scrollHeight : document.body.scrollHeight;
         }"""
     )
-    page.set_viewport_size({"width": width, "height": min(max(int(height) + 40, 900), max_height)})
+    page.set_viewport_size({"width": width, "height": min(max(int(height) + 40, 768), max_height)})
     page.wait_for_timeout(800)
     page.screenshot(path=str(path), full_page=True)
     with contextlib.suppress(ImportError):
@@ -62,11 +64,34 @@ def capture(page, path: Path, width: int = 1400, max_height: int = 3400) -> None
         small.save(path, optimize=True)
 
 
+def upload(page, gt: Path, preds: list[Path], meta: str | None) -> None:
+    """Upload files on the Overview page (and declare metadata keys first)."""
+    if meta:
+        page.get_by_text("Reading files").click()
+        box = page.locator(".st-key-opt_meta input")
+        box.fill(meta)
+        box.press("Enter")
+        wait_idle(page)
+    page.get_by_test_id("stFileUploader").nth(0).locator("input[type=file]").set_input_files(str(gt))
+    page.get_by_text(f"{gt.name}: loaded as the ground truth").wait_for(timeout=120_000)
+    wait_idle(page)
+    page.get_by_test_id("stFileUploader").nth(1).locator("input[type=file]").set_input_files(
+        [str(p) for p in preds]
+    )
+    page.get_by_test_id("stTable").first.wait_for(timeout=120_000)
+    wait_idle(page)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "docs" / "screenshots"))
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     parser.add_argument("--pages", nargs="*", default=[p for p, _ in PAGES])
+    parser.add_argument("--width", type=int, default=1400)
+    parser.add_argument("--gt", type=Path)
+    parser.add_argument("--pred", type=Path, action="append", default=[])
+    parser.add_argument("--meta")
+    parser.add_argument("--prefix", default="")
     args = parser.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
@@ -74,15 +99,20 @@ def main(argv: list[str] | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with streamlit_server() as url, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=args.chromium, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 900})
-        for name, path in PAGES:
+        page = browser.new_page(viewport={"width": args.width, "height": 900})
+        page.goto(url)
+        wait_idle(page)
+        if args.gt:
+            upload(page, args.gt, args.pred, args.meta)
+        for name, title in PAGES:
             if name not in args.pages:
                 continue
-            page.set_viewport_size({"width": 1400, "height": 900})
-            page.goto(url + path)
+            page.set_viewport_size({"width": args.width, "height": 900})
+            page.get_by_test_id("stSidebarNav").get_by_role("link", name=title).click()
             wait_idle(page)
-            capture(page, out / f"{name}.png")
-            print(f"wrote {out / f'{name}.png'}")
+            target = out / f"{args.prefix}{name}.png"
+            capture(page, target, args.width)
+            print(f"wrote {target}")
         browser.close()
 
 

@@ -6,14 +6,15 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
-from kieval_core.loaders import _Builder  # the same assembly the loaders use
+from kieval_core.loaders.builder import DatasetBuilder  # the same assembly the loaders use
 from kieval_core.model import Dataset
 
 
 def dataset(docs: dict[str, list[tuple]], name: str = "pred") -> Dataset:
     """``{doc_id: [(group_type, group_key, entity_type, value[, confidence]), ...]}``."""
-    builder = _Builder(name, name)
+    builder = DatasetBuilder(name, name, "rows")
     for doc_id, rows in docs.items():
         builder.add(doc_id, doc_id, [(*r[:4], r[4] if len(r) > 4 else np.nan) for r in rows])
     return builder.build()
@@ -27,3 +28,42 @@ def write_jsonl(path: Path, records: list[dict]) -> Path:
 def menu(*lines: tuple[str, ...], keys=("nm", "price")) -> list[dict]:
     """Menu groups for nested JSON: ``menu(("A", "100"), ("B", "200"))``."""
     return [dict(zip(keys, line, strict=False)) for line in lines]
+
+
+def long_table(ds: Dataset) -> pd.DataFrame:
+    """A dataset as a long table (``doc_id, entity, value, group, group_type, confidence``);
+    a document without entities keeps one blank row, so it stays a document."""
+    e = ds.entities
+    table = pd.DataFrame({
+        "doc_id": e["doc_id"].astype(object), "entity": e["entity_type"].astype(object),
+        "value": e["value"].astype(object),
+        "group": np.where(e["group"] >= 0, e["group"].astype(str), ""),
+        "group_type": e["group_type"].astype(object), "confidence": e["confidence"].astype(float),
+    })
+    empty = [d for d in ds.doc_ids if d not in set(table["doc_id"])]
+    blank = pd.DataFrame({"doc_id": empty, "entity": "", "value": "", "group": "", "group_type": "",
+                          "confidence": np.nan})
+    return pd.concat([table, blank], ignore_index=True)
+
+
+def write_shards(table: pd.DataFrame, folder: Path, n: int, rng: np.random.Generator,
+                 kind: str = "parquet") -> Path:
+    """The rows of a long table in random order over ``n`` shard files of one kind
+    (``parquet``, ``csv`` or ``jsonl``); a document's rows may land in several shards."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shuffled = table.iloc[rng.permutation(len(table))].reset_index(drop=True)
+    n = max(1, min(n, len(shuffled)))
+    shard = rng.integers(0, n, len(shuffled))
+    shard[:n] = np.arange(n)  # no shard is empty (an empty JSONL file is not a table)
+    for k in range(n):
+        part = shuffled[shard == k]
+        path = folder / f"shard-{k:03d}.{kind}"
+        if kind == "parquet":
+            part.to_parquet(path, index=False)
+        elif kind == "csv":
+            part.to_csv(path, index=False)
+        else:
+            path.write_text("".join(json.dumps({c: (None if isinstance(v, float) and v != v else v)
+                                                for c, v in row.items()}) + "\n"
+                                    for row in part.to_dict("records")), "utf-8")
+    return folder

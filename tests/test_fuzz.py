@@ -33,13 +33,13 @@ def _load_or_input_error(data: bytes, name: str):
         return None
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=300), NAMES)
 def test_any_bytes(data, name):
     _load_or_input_error(data, name)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(JSON_VALUES, min_size=1, max_size=4), st.sampled_from(["f.jsonl", "f.json"]))
 def test_any_json_values(values, name):
     if name.endswith(".jsonl"):
@@ -55,7 +55,7 @@ def test_any_json_values(values, name):
 CSV_CELLS = st.text(alphabet=st.sampled_from(list('ab1.,;"\t\n ')), max_size=6)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.lists(CSV_CELLS, min_size=1, max_size=6), min_size=1, max_size=6),
        st.booleans())
 def test_any_csv(rows, with_header):
@@ -74,7 +74,7 @@ RECORDS = st.lists(
 )
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(RECORDS, RECORDS)
 def test_structured_records_evaluate(gt_records, pred_records):
     """Near-valid JSONL on both sides: loading and scoring never crash, and scores are

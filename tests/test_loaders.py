@@ -51,9 +51,10 @@ def test_sroie_textract_confidences(shared_data):
 
 def test_sroie_ground_truth_top_level(shared_data):
     path = shared_data / "sroie" / "sroie_test_gt.jsonl"
-    ds = load(path, LoadOptions(ignore_keys=("split",)))
+    ds = load(path, LoadOptions(meta=("split",)))
     assert len(ds.doc_ids) == 347
     assert set(ds.entities["entity_type"]) == {"company", "date", "address", "total"}
+    assert set(ds.meta["split"]) == {"test"} and len(ds.meta) == 347
     with_split = load(path)
     assert "split" in set(with_split.entities["entity_type"])
 
@@ -62,7 +63,7 @@ def test_sroie_all_systems_evaluate(shared_data, tmp_path):
     preds = sorted((shared_data / "sroie" / "predictions").glob("*.jsonl"))
     out = tmp_path / "r.json"
     args = ["evaluate", "--gt", str(shared_data / "sroie" / "sroie_test_gt.jsonl"),
-            "--ignore-key", "split", "--json", str(out)]
+            "--meta", "split", "--json", str(out), "--bootstrap", "50"]
     for p in preds:
         args += ["--pred", str(p)]
     assert main(args) == 0
@@ -97,7 +98,10 @@ def test_long_table_csv_tsv_jsonl_parquet(tmp_path):
     })
     frame.to_csv(tmp_path / "t.csv", index=False)
     frame.to_csv(tmp_path / "t.tsv", index=False, sep="\t")
-    write_jsonl(tmp_path / "t.jsonl", frame.to_dict(orient="records"))
+    records = frame.to_dict(orient="records")
+    for record in records:  # JSON numbers, null for a missing confidence
+        record["confidence"] = float(record["confidence"]) if record["confidence"] else None
+    write_jsonl(tmp_path / "t.jsonl", records)
     frame.to_parquet(tmp_path / "t.parquet")
     for suffix in ("csv", "tsv", "jsonl", "parquet"):
         ds = load(tmp_path / f"t.{suffix}")
@@ -136,9 +140,14 @@ def test_donut_metadata_and_json_object_and_dir(tmp_path):
     assert load(tmp_path / "all.json").doc_ids == ("r1", "r2")
     folder = tmp_path / "docs"
     folder.mkdir()
-    (folder / "r1.json").write_text(json.dumps({"total": "5"}))
+    (folder / "r1.json").write_text(json.dumps({"prediction": {"total": "5"}}))
     (folder / "r2.json").write_text(json.dumps({"prediction": {"total": "6"}}))
-    assert _rows(load(folder)) == [("r1", "", -1, "total", "5"), ("r2", "", -1, "total", "6")]
+    ds = load(folder)  # every document holds only the wrapper: unwrapped, and the report says so
+    assert _rows(ds) == [("r1", "", -1, "total", "5"), ("r2", "", -1, "total", "6")]
+    assert any("only the key 'prediction'" in n for n in ds.notes)
+    (folder / "r1.json").write_text(json.dumps({"total": "5"}))  # now ambiguous: content
+    assert _rows(load(folder)) == [("r1", "", -1, "total", "5"),
+                                   ("r2", "prediction", 0, "prediction.total", "6")]
 
 
 def test_key_option(tmp_path):

@@ -123,3 +123,38 @@ def test_rpa_errors_list(rpa):
     assert (deletion["entity_type"], deletion["pred_value"], deletion["confidence"]) == ("tax", "1.00", 0.30)
     addition = errors[errors["kind"] == "addition"].iloc[0]
     assert (addition["entity_type"], addition["gt_value"]) == ("address", "JL X")
+
+
+# SPEC 4b: document level and cost on the same receipt, default costs.
+
+
+def test_rpa_cost_and_documents_through_cli(tmp_path):
+    gt = write_jsonl(tmp_path / "gt.jsonl", [{"doc_id": "r", "gt_parse": RPA_GT}])
+    pred = write_jsonl(tmp_path / "m.jsonl", [{"doc_id": "r", "prediction": RPA_PRED}])
+    out = tmp_path / "report.json"
+    assert main(["evaluate", "--gt", str(gt), "--pred", str(pred), "--json", str(out),
+                 "--target-accuracy", "0.85", "--bootstrap", "50"]) == 0
+    automation = json.loads(out.read_text("utf-8"))["models"]["m"]["automation"]
+    assert automation["cost"] == {"per_review": 1.0, "per_document": 0.0,
+                                  "per_escaped": {"substitution": 10.0, "addition": 10.0, "deletion": 10.0}}
+    assert automation["min_cost"]["threshold"] == pytest.approx(0.60)
+    assert automation["min_cost"]["cost_per_1000_documents"] == pytest.approx(13_000)
+    documents = {round(p["threshold"], 6): p for p in automation["documents"]["curve"]}
+    for tau, point in documents.items():
+        assert point["straight_through_rate"] == (1.0 if tau <= 0.30 else 0.0), tau
+        assert point["document_accuracy"] == 0.0  # the missing address is never added
+    assert automation["recommended"]["threshold"] == pytest.approx(0.60)
+    interval = automation["recommended"]["interval"]
+    assert interval["threshold"] == [pytest.approx(0.60), pytest.approx(0.60)]  # one document
+
+
+def test_rpa_cost_curve(rpa):
+    from kieval_core.review import Costs, with_costs
+
+    curve = with_costs(rpa.curve, Costs(), rpa.n_documents).set_index("threshold")
+    expected = {0.0: 40, 0.35: 31, 0.40: 22, 0.60: 13, 0.70: 14}
+    for tau, cost in expected.items():
+        assert curve.loc[tau, "cost"] == cost, tau
+    assert curve["cost"].iloc[-1] == 20  # every prediction reviewed, the address still missing
+    doubled = with_costs(rpa.curve, Costs(per_document=5), rpa.n_documents)
+    assert doubled["cost"].iloc[-1] == 25  # the receipt is opened once

@@ -34,8 +34,8 @@ def sample_result():
 @pytest.fixture(scope="session")
 def all_families():
     """The sample with every metric family of the registry (peer metrics too)."""
-    gt = load(SAMPLE / "cord_v2_gt.jsonl")
-    models = {name: load(SAMPLE / file) for name, file in SAMPLE_MODELS.items()}
+    gt = load(SAMPLE / "cord_v2_gt.jsonl", keep_structures=True)  # ANLS* and nTED score them
+    models = {name: load(SAMPLE / file, keep_structures=True) for name, file in SAMPLE_MODELS.items()}
     return evaluate(gt, models, metrics="all")
 
 

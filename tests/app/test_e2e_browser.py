@@ -2,8 +2,9 @@
 ``streamlit run app.py``.
 
 Upload a ground truth and two prediction files on the main page, read KIEval_Aligned,
-open the Automation page and move the threshold (keyboard on the slider, then a click on
-the trade-off curve), and download the error CSV from the Errors page.
+open the Automation page and choose operating points (keyboard on the slider, then a
+click on the trade-off curve), and download the error CSV from the Errors page; hostile
+values stay text; four sessions uploading at once each keep their own files.
 
 Skipped only when ``/usr/bin/chromium`` is absent outside CI (``.ci/run`` installs it).
 """
@@ -19,10 +20,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kieval_app import automation
 from kieval_app.headless import CHROMIUM_ARGS, streamlit_server
 from kieval_app.text import pct
 from kieval_core import evaluate, load
+from kieval_core.review import review_at
 
 pytestmark = pytest.mark.e2e
 
@@ -65,97 +66,34 @@ def _metric(page, label: str) -> str:
 
 def _open(page, title: str) -> None:
     page.get_by_test_id("stSidebarNav").get_by_role("link", name=title).click()
-    page.get_by_role("heading", level=1).filter(has_text=title.split()[0]).first.wait_for(
-        timeout=TIMEOUT_MS
-    )
+    page.get_by_role("heading", level=1).filter(has_text=title.split()[0]).first.wait_for(timeout=TIMEOUT_MS)
     _idle(page)
 
 
-def test_upload_automation_threshold_and_error_download(app_url, tmp_path):
-    from playwright.sync_api import expect, sync_playwright
-
-    gt_path = SAMPLE / "cord_v2_gt.jsonl"
-    weak_path, llm_path = SAMPLE / "sim_weak.jsonl", SAMPLE / "sim_llm.jsonl"
-    expected = evaluate(load(gt_path), {"sim_weak": load(weak_path)}).models["sim_weak"]
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-        page.set_default_timeout(TIMEOUT_MS)
-        page.goto(app_url)
-        page.get_by_role("heading", name="KIEval Workbench").wait_for()
-        _idle(page)
-
-        # --- upload on the main page -------------------------------------------------------
-        uploaders = page.get_by_test_id("stFileUploader")
-        uploaders.nth(0).locator("input[type=file]").set_input_files(str(gt_path))
-        expect(page.get_by_text("Ground truth loaded.")).to_be_visible()
-        uploaders.nth(1).locator("input[type=file]").set_input_files(
-            [str(weak_path), str(llm_path)]
-        )
-        expect(
-            page.get_by_test_id("stMetricLabel").get_by_text("KIEval_Aligned", exact=True)
-        ).to_be_visible()
-        _idle(page)
-        assert _metric(page, "KIEval_Aligned") == pct(expected.aligned)
-        expect(
-            page.get_by_test_id("stSidebar").get_by_role("combobox", name="Model")
-        ).to_have_value("sim_weak")
-        assert not page.get_by_test_id("stException").count()
-
-        # --- automation: move the threshold --------------------------------------------------
-        _open(page, "Automation")
-        slider = page.get_by_test_id("stSlider").get_by_role("slider")
-        slider.focus()
-        slider.press("Home")
-        expect(page.get_by_text("At τ = 0.0000")).to_be_visible()
-        _idle(page)
-        assert _metric(page, "Automation rate") == "100.0%"
-        assert _metric(page, "Accuracy after review") == pct(expected.aligned, 2)
-
-        # a click on a point of the trade-off curve sets τ to that point's threshold
-        chart = page.get_by_test_id("stPlotlyChart").nth(1).locator(".js-plotly-plot")
-        chart.scroll_into_view_if_needed()
-        point = chart.evaluate(
-            """(gd) => {
-                const trace = gd._fullData[0], size = gd._fullLayout._size;
-                const i = Math.floor(trace.x.length / 2);
-                const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
-                return {x: size.l + xa.l2p(trace.x[i]), y: size.t + ya.l2p(trace.y[i])};
-            }"""
-        )
-        box = chart.bounding_box()
-        page.mouse.click(box["x"] + point["x"], box["y"] + point["y"])
-        expect(page.get_by_text("At τ = 0.0000")).to_have_count(0)
-        _idle(page)
-        shown = page.get_by_text(re.compile(r"^At τ = \d\.\d{4}$")).inner_text()
-        tau = float(shown.rsplit("=", 1)[1])
-        assert tau > 0 and tau in set(expected.curve["threshold"].round(4))
-        now = automation.review_summary(expected, tau)
-        assert _metric(page, "Automation rate") == pct(now["auto_rate"], 1)
-
-        # --- errors: download the CSV --------------------------------------------------------
-        _open(page, "Errors")
-        with page.expect_download() as download:
-            page.get_by_role("button", name="Download errors CSV").click()
-        target = tmp_path / download.value.suggested_filename
-        download.value.save_as(target)
-        assert target.name == "errors_sim_weak.csv"
-        errors = pd.read_csv(io.BytesIO(target.read_bytes()), keep_default_na=False)
-        assert list(errors.columns) == list(expected.errors.columns)
-        assert len(errors) == expected.corrections.total
-        assert errors["kind"].value_counts().to_dict() == {
-            k: v for k, v in expected.errors["kind"].value_counts().items() if v
-        }
-        browser.close()
+def _headline(page) -> dict[str, dict[str, str]]:
+    """The overview's headline table as text: model -> metric label -> shown value."""
+    table = page.get_by_test_id("stTable").first
+    headers = [h.inner_text().strip() for h in table.locator("thead th").all()]
+    rows = {}
+    for row in table.locator("tbody tr").all():
+        cells = [c.inner_text().strip() for c in row.locator("th, td").all()][-len(headers) :]
+        rows[cells[0]] = dict(zip(headers, cells, strict=True))
+    return rows
 
 
-HOSTILE = [
-    "<script>window.__pwned = 1</script>",
-    '<img src="x" onerror="window.__pwned = 2">',
-    "[click me](http://evil.example/)",
-    "**bold** <b>tag</b> &amp; $x$",
-]
+def _wait_headline(page, names: set[str]) -> dict[str, dict[str, str]]:
+    """The headline table once it lists exactly ``names`` (a page may still be redrawing
+    when the script has ended); after the timeout, whatever it lists."""
+    rows: dict[str, dict[str, str]] = {}
+    for _ in range(TIMEOUT_MS // 250):
+        try:
+            rows = _headline(page)
+        except Exception:  # a cell detached while the table was redrawn: read again
+            rows = {}
+        if set(rows) == names:
+            break
+        page.wait_for_timeout(250)
+    return rows
 
 
 def _browser(p):
@@ -168,14 +106,92 @@ def _upload(page, app_url, gt, preds) -> None:
     page.goto(app_url)
     page.get_by_role("heading", name="KIEval Workbench").wait_for()
     _idle(page)
-    uploaders = page.get_by_test_id("stFileUploader")
     if gt is not None:
-        uploaders.nth(0).locator("input[type=file]").set_input_files(str(gt))
-        page.get_by_text("Ground truth loaded.").wait_for()
+        page.get_by_test_id("stFileUploader").nth(0).locator("input[type=file]").set_input_files(str(gt))
+        page.get_by_text(f"{gt.name}: loaded as the ground truth").wait_for()
         _idle(page)
-    uploaders.nth(1).locator("input[type=file]").set_input_files([str(p) for p in preds])
-    page.get_by_test_id("stMetricLabel").get_by_text("KIEval_Aligned", exact=True).wait_for()
+    page.get_by_test_id("stFileUploader").nth(1).locator("input[type=file]").set_input_files(
+        [str(p) for p in preds]
+    )
+    for p in preds:
+        page.get_by_text(f"{p.name}: loaded").wait_for()
+    page.get_by_test_id("stTable").first.wait_for()
     _idle(page)
+
+
+def test_upload_automation_threshold_and_error_download(app_url, tmp_path):
+    from playwright.sync_api import expect, sync_playwright
+
+    gt_path = SAMPLE / "cord_v2_gt.jsonl"
+    weak_path, llm_path = SAMPLE / "sim_weak.jsonl", SAMPLE / "sim_llm.jsonl"
+    expected = evaluate(load(gt_path), {"sim_weak": load(weak_path)}).models["sim_weak"]
+
+    with sync_playwright() as p:
+        browser = _browser(p)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+        _upload(page, app_url, gt_path, [weak_path, llm_path])
+        rows = _wait_headline(page, {"sim_weak", "sim_llm"})
+        assert set(rows) == {"sim_weak", "sim_llm"}
+        assert rows["sim_weak"]["KIEval_Aligned"] == pct(expected.aligned)
+        model_box = page.get_by_test_id("stSidebar").get_by_role("combobox", name="Model")
+        expect(model_box).to_have_value("sim_weak")
+        assert not page.get_by_test_id("stException").count()
+
+        # --- automation: step through operating points ---------------------------------------
+        _open(page, "Automation")
+        page.locator(".st-key-auto_mode").get_by_text("threshold", exact=True).click()
+        _idle(page)
+        slider = page.locator(".st-key-auto_tau").get_by_role("slider")
+        slider.focus()
+        slider.press("Home")
+        _idle(page)
+        assert _metric(page, "Automated") == "100.00%"
+        assert _metric(page, "Accuracy after review") == pct(expected.aligned)
+
+        # a click on a point of the trade-off curve chooses that point's threshold
+        chart = page.locator(".st-key-auto_tradeoff .js-plotly-plot")
+        chart.scroll_into_view_if_needed()
+        point = chart.evaluate(
+            """(gd) => {
+                const trace = gd._fullData[0], size = gd._fullLayout._size;
+                const i = Math.floor(trace.x.length / 2);
+                const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+                return {x: size.l + xa.l2p(trace.x[i]), y: size.t + ya.l2p(trace.y[i]),
+                        tau: trace.customdata[i][0]};
+            }"""
+        )
+        box = chart.bounding_box()
+        page.mouse.click(box["x"] + point["x"], box["y"] + point["y"])
+        expect(page.get_by_test_id("stMetricValue").first).not_to_have_text("100.00%")
+        _idle(page)
+        shown = page.get_by_text(re.compile(r"^τ \d\.\d{4}: ")).first.inner_text()
+        tau = float(shown.split(":")[0].split()[1])
+        thresholds = expected.curve["threshold"].to_numpy()
+        chosen = float(thresholds[abs(thresholds - tau).argmin()])  # the operating point shown
+        assert abs(chosen - point["tau"]) < 0.05  # the point under the cursor, or its neighbour
+        now = review_at(expected.review, chosen)
+        assert _metric(page, "Automated") == pct(now.auto_rate)
+        assert _metric(page, "Accuracy after review") == pct(now.kieval_aligned)
+
+        # --- errors: download the CSV --------------------------------------------------------
+        _open(page, "Errors")
+        with page.expect_download() as download:
+            page.get_by_role("button", name="Download CSV").click()
+        target = tmp_path / download.value.suggested_filename
+        download.value.save_as(target)
+        assert target.name == "errors_sim_weak.csv"
+        errors = pd.read_csv(io.BytesIO(target.read_bytes()), keep_default_na=False)
+        assert list(errors.columns) == list(expected.errors.columns)
+        assert len(errors) == expected.corrections.total
+        browser.close()
+
+
+HOSTILE = [
+    "<script>window.__pwned = 1</script>",
+    '<img src="x" onerror="window.__pwned = 2">',
+    "[click me](http://evil.example/)",
+    "**bold** <b>tag</b> &amp; $x$",
+]
 
 
 def _overview(page) -> None:
@@ -193,12 +209,20 @@ def test_hostile_values_stay_text(app_url, tmp_path):
     """HTML, scripts and markdown inside uploaded values and ids stay literal text."""
     from playwright.sync_api import sync_playwright
 
-    gt = _jsonl(tmp_path / "gt.jsonl", [
-        {"doc_id": f"d{i}{v}", "gt_parse": {"store": v, "menu": [{"nm": v, "price": "1"}]}}
-        for i, v in enumerate(HOSTILE)])
-    pred = _jsonl(tmp_path / "pred.jsonl", [
-        {"doc_id": f"d{i}{v}", "prediction": {"store": v + "!", "menu": [{"nm": "x" + v}]}}
-        for i, v in enumerate(HOSTILE)])
+    gt = _jsonl(
+        tmp_path / "gt.jsonl",
+        [
+            {"doc_id": f"d{i}{v}", "gt_parse": {"store": v, "menu": [{"nm": v, "price": "1"}]}}
+            for i, v in enumerate(HOSTILE)
+        ],
+    )
+    pred = _jsonl(
+        tmp_path / "pred.jsonl",
+        [
+            {"doc_id": f"d{i}{v}", "prediction": {"store": v + "!", "menu": [{"nm": "x" + v}]}}
+            for i, v in enumerate(HOSTILE)
+        ],
+    )
     with sync_playwright() as p:
         browser = _browser(p)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -208,7 +232,7 @@ def test_hostile_values_stay_text(app_url, tmp_path):
                 _overview(page)
             else:
                 _open(page, title)
-            if title == "Documents":  # the values are on the page, as text
+            if title in ("Documents", "Errors"):  # the values are on the page, as text
                 shown = page.locator("main").inner_text()
                 assert any(v in shown for v in HOSTILE), shown[:500]
             assert page.evaluate("() => window.__pwned") is None, title
@@ -219,28 +243,41 @@ def test_hostile_values_stay_text(app_url, tmp_path):
         browser.close()
 
 
-def test_two_sessions_never_see_each_other(app_url):
-    """Two browser contexts at once, each with its own predictions."""
+def test_four_sessions_uploading_at_once_each_keep_their_own(app_url, tmp_path):
+    """Four browser sessions upload different files at the same time; each ends up with its
+    own files and figures, none with the sample or another session's."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from playwright.sync_api import sync_playwright
 
     gt = SAMPLE / "cord_v2_gt.jsonl"
-    strong, weak = SAMPLE / "sim_strong.jsonl", SAMPLE / "sim_weak.jsonl"
-    expected = evaluate(load(gt), {"s": load(strong), "w": load(weak)}).models
-    with sync_playwright() as p:
-        browser = _browser(p)
-        first = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-        second = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-        # the sample ground truth stays; each session replaces the sample's predictions
-        _upload(first, app_url, None, [strong])
-        _upload(second, app_url, None, [weak])
-        for page in (first, second):  # each works on, after the other uploaded
-            _open(page, "Automation")
-            _overview(page)
-        checks = ((first, "sim_strong", "sim_weak", expected["s"]),
-                  (second, "sim_weak", "sim_strong", expected["w"]))
-        for page, own, other, model in checks:
-            assert _metric(page, "KIEval_Aligned") == pct(model.aligned)
-            sidebar = page.get_by_test_id("stSidebar")
-            assert sidebar.get_by_role("combobox", name="Model").input_value() == own
-            assert other not in page.locator("main").inner_text()
-        browser.close()
+    models = {name: SAMPLE / f"sim_{name}.jsonl" for name in ("strong", "weak", "llm")}
+    plans = []
+    for i in range(4):  # each session its own files; the sample's ground truth stays
+        preds = []
+        for name in list(models)[: 1 + i % 3]:
+            path = tmp_path / f"s{i}_{name}.jsonl"
+            path.write_bytes(models[name].read_bytes())
+            preds.append(path)
+        plans.append(preds)
+    expected = {
+        name: evaluate(load(gt), {"m": load(path)}).models["m"].aligned for name, path in models.items()
+    }
+
+    def session(preds):
+        with sync_playwright() as p:
+            browser = _browser(p)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            _upload(page, app_url, None, preds)
+            rows = _wait_headline(page, {p.stem for p in preds})
+            caption = page.get_by_test_id("stSidebar").inner_text()
+            browser.close()
+            return rows, caption
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        outcomes = list(pool.map(session, plans))
+    for preds, (rows, caption) in zip(plans, outcomes, strict=True):
+        assert set(rows) == {p.stem for p in preds}, rows.keys()
+        assert gt.name in caption and f"{len(preds)} prediction file" in caption
+        for p in preds:
+            assert rows[p.stem]["KIEval_Aligned"] == pct(expected[p.stem.split("_", 1)[1]])

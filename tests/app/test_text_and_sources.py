@@ -11,10 +11,11 @@ from hypothesis import strategies as st
 
 import kieval_app.automation
 import kieval_app.compare
+import kieval_app.diff
 import kieval_app.documents
 import kieval_app.sources
+import kieval_app.store
 import kieval_app.text
-from kieval_app.results import combine, retarget, warm
 from kieval_app.sources import (
     AppOptions,
     Source,
@@ -24,7 +25,7 @@ from kieval_app.sources import (
     parse_keys,
     sample_sources,
 )
-from kieval_app.text import md, metric_value, pct, plain
+from kieval_app.text import md, pct, plain
 
 
 @pytest.mark.parametrize(
@@ -35,6 +36,8 @@ from kieval_app.text import md, metric_value, pct, plain
         kieval_app.automation,
         kieval_app.documents,
         kieval_app.compare,
+        kieval_app.diff,
+        kieval_app.store,
     ],
 )
 def test_docstring_examples_run(module):
@@ -77,7 +80,6 @@ def test_plotly_text_is_html_escaped():
 
 def test_number_formats():
     assert pct(0.5) == "50.00%" and pct(float("nan")) == "n/a"
-    assert metric_value(3) == "3" and metric_value(0.25) == "25.00%" and metric_value(None) == "n/a"
 
 
 def test_aliases_and_keys_parse():
@@ -96,11 +98,13 @@ def test_sources_are_keyed_by_content_and_named_uniquely():
 
 def test_sample_is_replaced_by_uploads():
     sample = sample_sources()
-    assert sample.sample and sample.gt.name == "cord_v2_gt.jsonl"
+    assert sample.sample == "simulated" and sample.gt.name == "cord_v2_gt.jsonl"
     assert sample.model_names() == ["simulated-strong", "simulated-llm", "simulated-weak"]
+    official = sample_sources("official")
+    assert official.gt.name == "gt_csv.zip" and official.model_names() == ["qwen-vl-72b (real)"]
     gt = Source.of("mine.jsonl", b"{}")
     # a new ground truth drops the sample's simulated predictions
-    assert sample.with_gt(gt) == Sources(gt, (), sample=False)
+    assert sample.with_gt(gt) == Sources(gt, ())
     # new predictions replace the sample's, keep the sample ground truth
     mine = Source.of("model.jsonl", b"[]")
     replaced = sample.with_predictions((mine,))
@@ -114,38 +118,10 @@ def test_sample_is_replaced_by_uploads():
 
 
 def test_options_build_core_objects():
-    options = AppOptions(
-        gt_format="jsonl",
-        key="fields",
-        aliases=(("a", "b"),),
-        ignore_keys=("split",),
-        casefold=True,
-    )
+    options = AppOptions(gt_format="jsonl", key="fields", aliases=(("a", "b"),), meta=("split",),
+                         casefold=True, families=("kieval", "oi"))
     gt = options.load_options("gt")
-    assert (gt.format, gt.key, gt.aliases, gt.ignore_keys) == (
-        "jsonl",
-        "fields",
-        (("a", "b"),),
-        ("split",),
-    )
+    assert (gt.format, gt.key, gt.aliases, gt.meta) == ("jsonl", "fields", (("a", "b"),), ("split",))
     assert options.load_options("pred").format == "auto"
     assert options.normalizer.casefold and not options.normalizer.number_punctuation
-
-
-def test_retarget_keeps_tables_and_moves_the_recommendation(strong):
-    warm(strong)
-    moved = retarget(strong, 0.90)
-    assert moved.curve is strong.curve and moved.documents is strong.documents
-    assert moved.recommend().target == 0.90
-    assert moved.recommend().auto_rate >= strong.recommend(0.95).auto_rate
-    assert retarget(strong, strong.target_accuracy) is strong
-
-
-def test_combine_joins_models_evaluated_one_by_one(sample_result):
-    models = list(sample_result.models.values())
-    joined = combine(
-        sample_result.gt, models, AppOptions(target_accuracy=0.9), sample_result.metrics
-    )
-    assert list(joined.models) == list(sample_result.models)
-    assert joined.target_accuracy == 0.9
-    assert joined.summary().shape == sample_result.summary().shape
+    assert options.peer_families == ("oi",) and options.peer_options.structure == "uploaded"

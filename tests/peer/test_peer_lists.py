@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kieval_core.peer.lists import list_metrics, parse_parallel_lists, split_parallel_lists
+from kieval_core.loaders.lists import parse_parallel_lists, split_parallel_lists
+from kieval_core.peer.lists import list_metrics
 
 GT = {
     "desc": ["EFTPOS", "ATM", "Purchase"],

@@ -1,14 +1,17 @@
 """nTED and Donut field F1: hand-worked values, properties, and the Donut/zss oracle."""
 
+import importlib
 import warnings
 from collections import Counter
 
 import donut_reference as donut
 import pytest
+from conftest import SAMPLE_DATA
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from zss import Node
 
+from kieval_core.loaders import load
 from kieval_core.peer.nted import (
     LabelTree,
     donut_field_f1,
@@ -18,6 +21,8 @@ from kieval_core.peer.nted import (
     nted_corpus,
     tree_edit_distance,
 )
+
+nted_module = importlib.import_module("kieval_core.peer.nted")  # the package exports a function nted
 
 
 def oracle_nted(gt, pred):
@@ -119,11 +124,84 @@ def to_zss(node) -> Node:
     return zss_node
 
 
+def zss_distance(a, b) -> float:
+    return donut.tree_distance(to_zss(a), to_zss(b))
+
+
+def size(tree) -> int:
+    return 1 + sum(map(size, tree[1]))
+
+
+@st.composite
+def deep_trees(draw):
+    """A small tree under a chain of 5-20 ancestors, each with up to two leaf siblings
+    on either side: key roots nested many levels deep."""
+    tree = draw(trees)
+    for _ in range(draw(st.integers(5, 20))):
+        before = tuple(draw(st.lists(st.tuples(labels, st.just(())), max_size=2)))
+        after = tuple(draw(st.lists(st.tuples(labels, st.just(())), max_size=2)))
+        tree = (draw(labels), (*before, tree, *after))
+    return tree
+
+
+small_trees = st.recursive(
+    st.tuples(labels, st.just(())),
+    lambda children: st.tuples(labels, st.lists(children, max_size=3).map(tuple)),
+    max_leaves=4,
+)
+wide_trees = st.tuples(labels, st.lists(small_trees, min_size=6, max_size=20).map(tuple))
+any_trees = st.one_of(trees, deep_trees(), wide_trees)
+
+
 @settings(max_examples=200, deadline=None)
 @given(trees, trees)
 def test_zhang_shasha_agrees_with_zss(a, b):
-    expected = donut.tree_distance(to_zss(a), to_zss(b))
+    expected = zss_distance(a, b)
     assert tree_edit_distance(LabelTree.from_nested(a), LabelTree.from_nested(b)) == expected
+
+
+@settings(max_examples=30, deadline=None)
+@given(any_trees, any_trees)
+def test_zhang_shasha_agrees_with_zss_on_deep_and_wide_trees(a, b):
+    assert tree_edit_distance(LabelTree.from_nested(a), LabelTree.from_nested(b)) == zss_distance(a, b)
+
+
+@pytest.mark.parametrize("batch_cells", [None, 64])
+@settings(max_examples=8, deadline=None)
+@given(pairs=st.lists(st.tuples(any_trees, any_trees), min_size=1, max_size=8))
+def test_batched_distances_agree_with_zss(pairs, batch_cells):
+    # many pairs of different shapes in one pass, or (64 cells) nearly one batch each
+    label_trees = [(LabelTree.from_nested(a), LabelTree.from_nested(b)) for a, b in pairs]
+    with pytest.MonkeyPatch.context() as patch:
+        if batch_cells:
+            patch.setattr(nted_module, "_BATCH_CELLS", batch_cells)
+        distances = nted_module._tree_distances(label_trees).tolist()
+    assert distances == [zss_distance(a, b) for a, b in pairs]
+
+
+forests = st.lists(trees, max_size=3).map(tuple)
+
+
+@settings(max_examples=100, deadline=None)
+@given(labels, forests, forests, forests, forests, st.lists(labels, max_size=2))
+def test_strip_common_keeps_the_distance(root, head, a, b, tail, ancestors):
+    # shared leading/trailing children under equal roots, below lone equal ancestors
+    source, target = (root, head + a + tail), (root, head + b + tail)
+    for label in ancestors:
+        source, target = (label, (source,)), (label, (target,))
+    stripped = nted_module._strip_common(source, target)
+    assert zss_distance(*stripped) == zss_distance(source, target)
+    assert size(stripped[0]) + size(stripped[1]) <= size(source) + size(target)
+    if head or tail or ancestors:
+        assert size(stripped[0]) + size(stripped[1]) < size(source) + size(target)
+
+
+@settings(max_examples=100, deadline=None)
+@given(labels, forests, trees)
+def test_childless_root_shortcut(root, forest, other):
+    # equal roots, one side without children: the other side's weight, no Zhang-Shasha
+    problems = [((root, ()), (root, forest)), ((root, forest), (root, ())), ((root, ()), other)]
+    assert nted_module._distances(problems) == [zss_distance(a, b) for a, b in problems]
 
 
 # --- random documents against Donut's evaluator ----------------------------------------
@@ -147,7 +225,43 @@ documents = st.dictionaries(
 @given(documents, documents)
 def test_nted_agrees_with_donut(gt, pred):
     assume(donut.normalize_dict(gt))
-    assert nted(gt, pred) == pytest.approx(oracle_nted(gt, pred), abs=1e-9)
+    assert nted(gt, pred) == oracle_nted(gt, pred)
+
+
+def expected_nted(gt, pred) -> float:
+    if not donut.normalize_dict(gt):  # Donut divides by zero; we score 1 or 0
+        return 0.0 if donut.normalize_dict(pred) else 1.0
+    return oracle_nted(gt, pred)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(documents, min_size=1, max_size=4),
+    st.lists(st.tuples(st.integers(0, 4), st.integers(0, 4)), min_size=1, max_size=10),
+)
+def test_corpus_with_duplicates_and_empty_documents_agrees_with_donut(pool, picks):
+    # index len(pool) and beyond picks an empty document; repeated picks repeat pairs
+    pick = [*pool, {}]
+    pairs = [(pick[min(i, len(pool))], pick[min(j, len(pool))]) for i, j in picks]
+    scores = [expected_nted(gt, pred) for gt, pred in pairs]
+    assert nted_corpus(pairs) == (tuple(scores), sum(scores) / len(scores))
+
+
+@pytest.fixture(scope="module")
+def cord_pairs():
+    """Every third CORD sample receipt against each simulated model (Donut's shapes)."""
+    gt = load(SAMPLE_DATA / "cord_v2_gt.jsonl")
+    pairs = []
+    for model in ("sim_strong", "sim_llm", "sim_weak"):
+        pred = load(SAMPLE_DATA / f"{model}.jsonl")
+        pairs += [(gt.structures[d], pred.structures.get(d, {})) for d in gt.doc_ids[::3]]
+    return pairs
+
+
+def test_corpus_agrees_with_donut_on_cord_sample(cord_pairs):
+    scores = nted_corpus(cord_pairs).per_document
+    assert scores == tuple(oracle_nted(gt, pred) for gt, pred in cord_pairs)
+    assert nted_corpus(cord_pairs * 2).per_document == scores * 2
 
 
 @settings(max_examples=150, deadline=None)

@@ -1,0 +1,142 @@
+"""Naive oracles: direct, slow implementations of the SPEC, beside the fast paths.
+
+* :func:`naive_counts`: SPEC 3 by enumeration of every group pairing of every block;
+* :func:`naive_review`: SPEC 4 / 4b by simulating the review of every prediction;
+* :func:`naive_field_thresholds`: every combination of per-type thresholds.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+
+from kieval_core.scores import aligned_score
+
+
+def _groups(rows):
+    """``{group_type: [Counter of (type, value)] }`` and the non-group Counter."""
+    blocks: dict[str, dict[str, Counter]] = {}
+    non_group: Counter = Counter()
+    for gtype, key, etype, value, *_ in rows:
+        if gtype:
+            blocks.setdefault(gtype, {}).setdefault(key, Counter())[(etype, value)] += 1
+        else:
+            non_group[(etype, value)] += 1
+    return {t: list(g.values()) for t, g in blocks.items()}, non_group
+
+
+def _pair_figures(p: Counter, g: Counter) -> tuple[int, int, int]:
+    """S (shared), W (substitutions) and X (exact) of a predicted and a GT group."""
+    shared = sum((p & g).values())
+    per_type_p, per_type_g = Counter(), Counter()
+    for (etype, _), n in p.items():
+        per_type_p[etype] += n
+    for (etype, _), n in g.items():
+        per_type_g[etype] += n
+    same_type = sum(min(per_type_p[e], per_type_g[e]) for e in per_type_p)
+    exact = int(shared == sum(p.values()) == sum(g.values()))
+    return shared, same_type - shared, exact
+
+
+def naive_counts(gt_docs: dict, pred_docs: dict) -> dict:
+    """Corpus TP, FP, FN, corrections and group TP by enumerating every pairing of size
+    min(N, M) in every block and keeping the lexicographic best (S, W, X): every corpus
+    figure depends only on those three sums."""
+    tp = subs = group_tp = n_gt = n_pred = n_gt_groups = n_pred_groups = 0
+    for doc in gt_docs:
+        gt_rows, pred_rows = gt_docs[doc], pred_docs.get(doc, [])
+        n_gt += len(gt_rows)
+        n_pred += len(pred_rows)
+        g_blocks, g_free = _groups(gt_rows)
+        p_blocks, p_free = _groups(pred_rows)
+        s, w, _ = _pair_figures(p_free, g_free)
+        tp, subs = tp + s, subs + w
+        for gtype in set(g_blocks) | set(p_blocks):
+            gs, ps = g_blocks.get(gtype, []), p_blocks.get(gtype, [])
+            n_gt_groups += len(gs)
+            n_pred_groups += len(ps)
+            best = (0, 0, 0)
+            small, large, flip = (ps, gs, False) if len(ps) <= len(gs) else (gs, ps, True)
+            for chosen in itertools.permutations(range(len(large)), len(small)):
+                total = [0, 0, 0]
+                for i, j in enumerate(chosen):
+                    p, g = (large[j], small[i]) if flip else (small[i], large[j])
+                    for k, v in enumerate(_pair_figures(p, g)):
+                        total[k] += v
+                best = max(best, tuple(total))
+            tp, subs, group_tp = tp + best[0], subs + best[1], group_tp + best[2]
+    fp, fn = n_pred - tp, n_gt - tp
+    return {"tp": tp, "fp": fp, "fn": fn, "substitution": subs, "addition": fn - subs,
+            "deletion": fp - subs, "group_tp": group_tp, "group_fp": n_pred_groups - group_tp,
+            "group_fn": n_gt_groups - group_tp}
+
+
+def naive_review(counted, threshold: float, costs=(1.0, 0.0, 10.0, 10.0, 10.0)) -> dict:
+    """Review every prediction with confidence below ``threshold`` (missing = 1.0), one by
+    one, per the SPEC: in each cell the first min(r, FN) reviewed wrong values (lowest
+    confidence first) are substituted, the other reviewed wrong values deleted, additions
+    never fixed. Returns the figures of the review curve at that threshold, and the cost."""
+    pred, cells = counted.pred_entities, counted.cells
+    fn_of = cells["fn"].tolist()
+    per_cell: dict[int, list[float]] = {}
+    reviewed = 0
+    opened, wrong_left_docs = set(), set()
+    for row in pred.itertuples(index=False):
+        conf = 1.0 if row.confidence != row.confidence else row.confidence
+        if conf < threshold:
+            reviewed += 1
+            opened.add(row.doc_id)
+        if row.status != "correct":
+            per_cell.setdefault(row.cell, []).append(conf)
+    tp_after = int(cells["tp"].sum())
+    subs = dels = 0
+    for cell, confs in per_cell.items():
+        confs.sort()
+        r = sum(c < threshold for c in confs)
+        fixed = min(r, fn_of[cell])
+        tp_after += fixed
+        unreviewed = len(confs) - r
+        missing = fn_of[cell] - fixed
+        subs += min(unreviewed, missing)
+        dels += unreviewed - min(unreviewed, missing)
+        if unreviewed:
+            wrong_left_docs.add(cells["doc_id"].iloc[cell])
+    adds = int(cells["addition"].sum())
+    n_docs = len(counted.doc_ids)
+    added_docs = set(cells.loc[cells["addition"] > 0, "doc_id"])
+    correct = sum(1 for d in counted.doc_ids if d not in wrong_left_docs and d not in added_docs)
+    cost = (costs[0] * reviewed + costs[1] * len(opened) + costs[2] * subs + costs[3] * adds
+            + costs[4] * dels)
+    n = len(pred)
+    return {
+        "auto_rate": 1.0 - reviewed / n if n else 1.0,
+        "kieval_aligned": float(aligned_score(tp_after, subs + dels + adds)),
+        "reviewed": reviewed, "substitution": subs, "addition": adds, "deletion": dels,
+        "straight_through_rate": 1.0 - len(opened) / n_docs if n_docs else 1.0,
+        "document_accuracy": correct / n_docs if n_docs else 1.0,
+        "opened_documents": len(opened), "cost": cost,
+    }
+
+
+def naive_field_thresholds(model, target: float) -> tuple[int, float] | None:
+    """(fewest reviews, best accuracy among them) over every combination of one threshold
+    per entity type with some automation and overall accuracy >= target."""
+    from kieval_core.review import review_at, thresholds
+
+    review = model.review
+    types = list(review.entity_types)
+    candidates = [thresholds(review.confidence[review.entity_type == code]) for code in range(len(types))]
+    best = None
+    for combination in itertools.product(*candidates):
+        point = review_at(review, dict(zip(types, combination, strict=True)))
+        if point.auto_rate <= 0 or point.kieval_aligned < target - 1e-12:
+            continue
+        key = (point.reviewed, -point.kieval_aligned)
+        if best is None or key < best:
+            best = key
+    return None if best is None else (best[0], -best[1])
+
+
+def isclose(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12)

@@ -1,0 +1,172 @@
+"""The fast paths against the naive oracles of ``oracles.py``, under hypothesis."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from builders import dataset
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from oracles import isclose, naive_counts, naive_field_thresholds, naive_review
+from test_invariance import corpus
+
+from kieval_core import evaluate
+from kieval_core.calibration import auroc, calibration
+from kieval_core.field_thresholds import per_field_thresholds
+from kieval_core.review import Costs, with_costs
+from kieval_core.uncertainty import bootstrap, holdout, random_half
+
+
+def _model(gt, pred):
+    return evaluate(dataset(gt, "gt"), {"m": dataset(pred, "m")}).models["m"]
+
+
+@settings(max_examples=50, deadline=None)
+@given(corpus())
+def test_count_equals_enumeration(data):
+    gt, pred = data
+    m = _model(gt, pred)
+    expected = naive_counts(gt, pred)
+    c = m.corrections
+    got = {"tp": m.entity.tp, "fp": m.entity.fp, "fn": m.entity.fn, "substitution": c.substitution,
+           "addition": c.addition, "deletion": c.deletion}
+    assert got == {k: expected[k] for k in got}
+    if m.group is not None:
+        assert (m.group.tp, m.group.fp, m.group.fn) == (
+            expected["group_tp"], expected["group_fp"], expected["group_fn"])
+
+
+@settings(max_examples=75, deadline=None)
+@given(corpus())
+def test_curve_equals_simulated_review(data):
+    gt, pred = data
+    m = _model(gt, pred)
+    curve = with_costs(m.curve, Costs(), m.n_documents)
+    for row in curve.to_dict("records"):
+        expected = naive_review(m.counted, row["threshold"])
+        for key, value in expected.items():
+            assert isclose(row[key], value), (key, row["threshold"], row[key], value)
+    assert curve["kieval_aligned"].iloc[0] == m.aligned
+    assert (np.diff(curve["kieval_aligned"]) >= -1e-12).all()
+    assert (np.diff(curve["auto_rate"]) <= 1e-12).all()
+    assert (np.diff(curve["straight_through_rate"]) <= 1e-12).all()
+    assert (np.diff(curve["document_accuracy"]) >= -1e-12).all()
+
+
+@settings(max_examples=30, deadline=None)
+@given(corpus(), st.sampled_from([0.5, 0.7, 0.8, 0.9]))
+def test_per_field_thresholds_equal_enumeration(data, target):
+    gt, pred = data
+    m = _model(gt, pred)
+    if not m.has_confidence or len(m.review.entity_types) > 4:
+        return
+    fast = per_field_thresholds(m.review, target)
+    expected = naive_field_thresholds(m, target)
+    assert fast.exact
+    if expected is None:
+        assert not fast.reachable
+        return
+    assert fast.reachable
+    reviews, accuracy = expected
+    assert fast.reviews == reviews
+    from kieval_core.review import review_at
+
+    assert isclose(review_at(m.review, fast.thresholds).kieval_aligned, accuracy)
+
+
+def test_per_field_thresholds_never_need_more_reviews_than_one_threshold():
+    gt = {f"d{i}": [("", "", "a", "1", np.nan), ("", "", "b", "2", np.nan)] for i in range(20)}
+    rng = np.random.default_rng(3)
+    pred = {d: [("", "", "a", "1" if rng.random() < 0.9 else "x", float(rng.random())),
+                ("", "", "b", "2" if rng.random() < 0.6 else "y", float(rng.random()))] for d in gt}
+    m = _model(gt, pred)
+    single = m.recommend(0.9)
+    fields = per_field_thresholds(m.review, 0.9)
+    assert single.reachable and fields.reachable
+    assert fields.reviews <= single.reviews
+
+
+# --- uncertainty --------------------------------------------------------------------------
+
+
+def _calibrated(n_docs: int, seed: int):
+    """A synthetic model whose confidences are perfectly calibrated: a prediction with
+    confidence c is right with probability c."""
+    rng = np.random.default_rng(seed)
+    gt, pred = {}, {}
+    for i in range(n_docs):
+        gt[f"d{i}"] = [("", "", f"f{k}", "v", np.nan) for k in range(4)]
+        rows = []
+        for k in range(4):
+            c = float(rng.uniform(0.3, 1.0))
+            rows.append(("", "", f"f{k}", "v" if rng.random() < c else "w", round(c, 3)))
+        pred[f"d{i}"] = rows
+    return _model(gt, pred)
+
+
+def test_bootstrap_is_deterministic_for_a_seed():
+    m = _calibrated(200, 0)
+    a = bootstrap(m.review, 0.9, resamples=200, seed=7)
+    b = bootstrap(m.review, 0.9, resamples=200, seed=7)
+    c = bootstrap(m.review, 0.9, resamples=200, seed=8)
+    assert a.threshold == b.threshold and a.band.equals(b.band)
+    assert a.threshold != c.threshold or not a.band.equals(c.band)
+    low, high = a.threshold
+    rec = m.recommend(0.9)
+    assert low <= rec.threshold <= high
+    assert (a.band["low"] <= a.band["high"]).all()
+
+
+def test_holdout_on_a_calibrated_model_reaches_the_target_within_its_interval():
+    m = _calibrated(600, 1)
+    check = holdout(m.review, 0.9, random_half(m.n_documents, seed=0), resamples=500)
+    assert check.threshold is not None
+    low, high = check.interval_checked
+    assert low <= 0.9 <= high or check.accuracy_checked >= 0.9
+    assert check.carries_over
+
+
+def test_holdout_flags_a_threshold_that_does_not_carry_over():
+    """Half the documents come from a model whose confidences lie: the threshold chosen on
+    the honest half does not reach the target on the other."""
+    gt = {f"d{i}": [("", "", "f", "v", np.nan)] * 3 for i in range(200)}
+    pred = {}
+    for i in range(200):
+        liar = i % 2 == 1
+        pred[f"d{i}"] = [("", "", "f", "w" if liar else "v", 0.99), ("", "", "f", "v", 0.99),
+                         ("", "", "f", "v" if not liar else "w", 0.2 if not liar else 0.99)]
+    m = _model(gt, pred)
+    honest = np.array([not d.endswith(("1", "3", "5", "7", "9")) for d in m.doc_ids])
+    check = holdout(m.review, 0.95, honest, resamples=200)
+    assert check.threshold is not None and not check.carries_over
+
+
+# --- calibration ---------------------------------------------------------------------------
+
+
+def test_calibration_figures_by_hand():
+    gt = {"d": [("", "", "a", "1", np.nan), ("", "", "a", "2", np.nan), ("", "", "b", "3", np.nan)]}
+    pred = {"d": [("", "", "a", "1", 0.9), ("", "", "a", "x", 0.3), ("", "", "b", "3", np.nan)]}
+    table = calibration(_model(gt, pred).review).set_index("entity_type", drop=False)
+    overall = table.iloc[0]
+    assert overall["predictions"] == 3 and overall["with_confidence"] == 2
+    assert overall["coverage"] == pytest.approx(2 / 3)
+    assert overall["brier"] == pytest.approx(((0.9 - 1) ** 2 + (0.3 - 0) ** 2) / 2)
+    assert overall["ece"] == pytest.approx((0.1 + 0.3) / 2)
+    assert overall["auroc"] == 1.0
+    assert math.isnan(table.loc["b", "ece"]) if table.loc["b", "ece"] is not None else True
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0.1, 0.5, 0.5, 0.9]), st.booleans()), min_size=2, max_size=30))
+def test_auroc_equals_pair_counting(rows):
+    conf = np.array([r[0] for r in rows])
+    correct = np.array([r[1] for r in rows])
+    pos, neg = conf[correct], conf[~correct]
+    if not len(pos) or not len(neg):
+        assert auroc(conf, correct) is None
+        return
+    wins = sum((p > q) + 0.5 * (p == q) for p in pos for q in neg)
+    assert auroc(conf, correct) == pytest.approx(wins / (len(pos) * len(neg)))

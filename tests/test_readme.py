@@ -1,0 +1,46 @@
+"""Every command the README shows gives exactly what the README shows."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text("utf-8")
+BLOCKS = re.findall(r"```(\w+)\n(.*?)```", README, re.DOTALL)
+
+
+def _commands(kind: str) -> list[tuple[str, str | None]]:
+    """(command, the text block right after it) for the README's bash blocks of ``kind``."""
+    out = []
+    for i, (language, body) in enumerate(BLOCKS):
+        if language != "bash":
+            continue
+        command = body.replace("\\\n", " ").strip()
+        if command.startswith(kind):
+            following = BLOCKS[i + 1] if i + 1 < len(BLOCKS) and BLOCKS[i + 1][0] == "text" else None
+            out.append((command, following[1] if following else None))
+    return out
+
+
+def test_the_readme_starts_with_the_two_commands():
+    first = BLOCKS[0][1].strip().splitlines()
+    assert first[0].startswith("pip install -e . && kieval dashboard")
+    assert first[1].startswith("pip install -e '.[test]' && python -m pytest")
+
+
+def test_the_evaluate_example_prints_what_the_readme_shows(tmp_path):
+    ((command, expected),) = _commands("kieval evaluate")
+    os.symlink(ROOT / "sample_data", tmp_path / "sample_data")
+    done = subprocess.run(shlex.split(command), cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == expected
+    assert (tmp_path / "report.json").is_file() and (tmp_path / "errors.csv").is_file()
+
+
+def test_the_ci_entry_point_runs_the_readme_test_command():
+    ci = (ROOT / ".ci" / "run").read_text("utf-8")
+    assert "pip install -e '.[test]' && python -m pytest" in ci
