@@ -257,52 +257,53 @@ def decision() -> None:
         )
 
     # --- the cards ---------------------------------------------------------------------------
-    predictions, work, documents = st.columns(3), st.columns(3), st.columns(3)
-    predictions[0].metric(
+    # rows of cards that wrap on narrow screens instead of cutting their labels
+    predictions, work, documents = (st.container(horizontal=True) for _ in range(3))
+    predictions.metric(
         "Automated",
         pct(point.auto_rate),
         border=True,
         help="Share of predictions with confidence ≥ τ: not reviewed",
     )
-    predictions[1].metric(
+    predictions.metric(
         "Accuracy after review",
         pct(point.kieval_aligned),
         border=True,
         help="KIEval_Aligned^τ: right values over right values plus corrections left",
     )
-    predictions[2].metric(
+    predictions.metric(
         "Errors left",
         number(point.errors),
         border=True,
         help=f"{number(point.substitution)} substitutions, {number(point.addition)} additions "
         f"(never fixed by review), {number(point.deletion)} deletions",
     )
-    work[0].metric(
+    work.metric(
         "Reviews / 1,000 docs",
         number(round(point.reviews_per_1000_documents)),
         border=True,
         help=f"{number(point.reviewed)} of {number(point.predictions)} predictions reviewed, "
         f"{number(n_docs)} documents",
     )
-    work[1].metric(
+    work.metric(
         "Opened / 1,000 docs",
         number(round(1000 * point.opened_documents / max(n_docs, 1))),
         border=True,
         help="Documents with at least one prediction reviewed",
     )
-    work[2].metric(
+    work.metric(
         "Cost / 1,000 docs",
         number(round(point.cost_per_1000_documents)),
         border=True,
         help="Reviews, opened documents and errors left, at the costs below",
     )
-    documents[0].metric(
+    documents.metric(
         "Straight through",
         pct(point.straight_through_rate),
         border=True,
         help="Documents with no prediction reviewed",
     )
-    documents[1].metric(
+    documents.metric(
         "Right after review",
         pct(point.document_accuracy),
         border=True,

@@ -11,6 +11,8 @@ from kieval_app.diff import table_html
 from kieval_app.style import KIND_LABELS, KINDS, STATUS_LABELS, STATUS_MARKDOWN_COLORS
 from kieval_app.text import md, number, pct
 
+CARD_WIDTH = "stretch"
+
 ws = session.current()
 session.require_models(ws)
 name = session.selected_model(ws)
@@ -93,27 +95,25 @@ st.caption(f"{number(len(table))} of {number(len(all_docs))} documents. Click a 
 doc = st.session_state[session.DOC]
 choices = order if doc in order else [doc, *order]
 previous, following = documents.neighbours(choices, doc)
-n1, n2, n3 = st.columns([1, 6, 1], vertical_alignment="bottom")
-n1.button(
-    "Previous",
-    icon=":material/arrow_back:",
-    key="docs_prev",
-    disabled=previous is None,
-    on_click=_show,
-    args=(previous,),
-    width="stretch",
-)
-st.session_state["docs_pick"] = doc
-n2.selectbox("Document", choices, key="docs_pick", on_change=_from_picker)
-n3.button(
-    "Next",
-    icon=":material/arrow_forward:",
-    key="docs_next",
-    disabled=following is None,
-    on_click=_show,
-    args=(following,),
-    width="stretch",
-)
+with st.container(horizontal=True, vertical_alignment="bottom"):
+    st.button(
+        "Previous",
+        icon=":material/arrow_back:",
+        key="docs_prev",
+        disabled=previous is None,
+        on_click=_show,
+        args=(previous,),
+    )
+    st.session_state["docs_pick"] = doc
+    st.selectbox("Document", choices, key="docs_pick", on_change=_from_picker)
+    st.button(
+        "Next",
+        icon=":material/arrow_forward:",
+        key="docs_next",
+        disabled=following is None,
+        on_click=_show,
+        args=(following,),
+    )
 st.query_params["doc"] = doc
 st.query_params["model"] = name
 st.session_state[session.URL] = {"doc": doc, "model": name}
@@ -126,16 +126,16 @@ if figures["missing"]:
         "This document is missing from the predictions: every ground-truth value counts as an addition.",
         icon=":material/warning:",
     )
-cards = st.columns(6)
-cards[0].metric("Corrections", number(figures["errors"]), border=True)
-cards[1].metric("Substitutions", number(figures["substitution"]), border=True)
-cards[2].metric("Additions", number(figures["addition"]), border=True)
-cards[3].metric("Deletions", number(figures["deletion"]), border=True)
-cards[4].metric("KIEval_Aligned", pct(figures["aligned"]), border=True)
-if model.group is not None:
-    cards[5].metric("KIEval group F1", pct(figures["group_f1"]), border=True)
-else:
-    cards[5].metric("Flat entity F1", pct(figures["flat_f1"]), border=True)
+with st.container(horizontal=True):  # the cards wrap on narrow screens instead of cutting labels
+    st.metric("Corrections", number(figures["errors"]), border=True, width=CARD_WIDTH)
+    st.metric("Substitutions", number(figures["substitution"]), border=True, width=CARD_WIDTH)
+    st.metric("Additions", number(figures["addition"]), border=True, width=CARD_WIDTH)
+    st.metric("Deletions", number(figures["deletion"]), border=True, width=CARD_WIDTH)
+    st.metric("KIEval_Aligned", pct(figures["aligned"]), border=True, width=CARD_WIDTH)
+    if model.group is not None:
+        st.metric("KIEval group F1", pct(figures["group_f1"]), border=True, width=CARD_WIDTH)
+    else:
+        st.metric("Flat entity F1", pct(figures["flat_f1"]), border=True, width=CARD_WIDTH)
 
 pairs = session.view("pairs", lambda: documents.group_pairs(model.detail(), doc), name, doc)
 if (pairs["status"] != "non-group").any():
@@ -162,4 +162,4 @@ st.markdown(
     "  ".join(f":{STATUS_MARKDOWN_COLORS[s]}-background[{label}]" for s, label in STATUS_LABELS.items())
 )
 rows = session.view("alignment", lambda: documents.alignment_rows(model, doc), name, doc)
-st.html(table_html(["pair", "field", "ground truth", "prediction", "confidence", "status"], rows))
+st.html(table_html(documents.VALUE_COLUMNS, rows))

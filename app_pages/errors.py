@@ -123,8 +123,8 @@ if len(substitutions):
             if len(substitutions) > len(shown):
                 st.caption(f"The first {number(len(shown))}; narrow the filters above to see others.")
 stem = re.sub(r"[^\w.-]+", "_", name).strip("_") or "model"
-d1, d2, _ = st.columns([1, 1, 2])
-d1.download_button(
+downloads = st.container(horizontal=True)
+downloads.download_button(
     "Download CSV",
     lambda: error_analysis.errors_csv(errors),
     file_name=f"errors_{stem}.csv",
@@ -132,9 +132,8 @@ d1.download_button(
     key="errors_csv",
     icon=":material/download:",
     on_click="ignore",
-    width="stretch",
 )
-d2.download_button(
+downloads.download_button(
     "Download JSON",
     lambda: error_analysis.errors_json(errors),
     file_name=f"errors_{stem}.json",
@@ -142,5 +141,4 @@ d2.download_button(
     key="errors_json",
     icon=":material/download:",
     on_click="ignore",
-    width="stretch",
 )

@@ -49,7 +49,7 @@ st.plotly_chart(
 )
 st.html(
     table_html(
-        ["pair", "field", "ground truth", "prediction", "confidence", "status"],
+        documents.VALUE_COLUMNS,
         documents.alignment_rows(model, "example"),
     )
 )

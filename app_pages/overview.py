@@ -32,17 +32,15 @@ with st.container(border=True):
         )
     elif ws.sources.sample:
         sample = SAMPLES[ws.sources.sample]
-        left, right = st.columns([3, 2], vertical_alignment="center")
-        left.info(f"**Sample data: {md(sample.title)}.** {md(sample.attribution)}", icon=":material/info:")
+        st.info(f"**Sample data: {md(sample.title)}.** {md(sample.attribution)}", icon=":material/info:")
         other = [k for k in SAMPLES if k != sample.key]
         for key in other:
-            right.button(
+            st.button(
                 f"Open the other sample: {md(SAMPLES[key].title)}",
                 key=f"sample_{key}",
                 on_click=uploads.use_sample,
                 args=(key,),
                 icon=":material/swap_horiz:",
-                width="stretch",
             )
     else:
         uploads.render_loaded(ws.sources)
@@ -122,38 +120,23 @@ st.caption(
     f"Values are compared after: {md(result.normalizer.description)}."
 )
 
-left, right = st.columns([3, 2])
-with left:
-    st.markdown("**Corrections a person must make, beside FP + FN**")
-    st.plotly_chart(
-        overview.corrections_figure(result), key="overview_corrections", config={"displayModeBar": False}
-    )
-with right:
-    st.markdown("**Where to look next**")
-    st.page_link(
-        "app_pages/documents.py",
-        label="Documents: each document's line matching and errors",
-        icon=":material/description:",
-    )
-    st.page_link(
-        "app_pages/errors.py",
-        label="Errors: corrections per field, confusions, the error list",
-        icon=":material/rule:",
-    )
-    st.page_link(
-        "app_pages/automation.py", label="Automation: choose the review threshold", icon=":material/tune:"
-    )
+st.markdown("**Corrections a person must make, beside FP + FN**")
+st.plotly_chart(
+    overview.corrections_figure(result), key="overview_corrections", config={"displayModeBar": False}
+)
+st.markdown("**Where to look next**")
+with st.container(horizontal=True, gap="medium"):  # the links wrap on narrow screens
+    st.page_link("app_pages/documents.py", label="Documents: each document's line matching and errors",
+                 icon=":material/description:")
+    st.page_link("app_pages/errors.py", label="Errors: corrections per field, confusions, the error list",
+                 icon=":material/rule:")
+    st.page_link("app_pages/automation.py", label="Automation: choose the review threshold",
+                 icon=":material/tune:")
     if len(ws.model_names) > 1:
-        st.page_link(
-            "app_pages/compare.py",
-            label="Compare: are the differences between models real?",
-            icon=":material/compare_arrows:",
-        )
-    st.page_link(
-        "app_pages/guide.py",
-        label="Metrics guide: definitions and worked examples",
-        icon=":material/menu_book:",
-    )
+        st.page_link("app_pages/compare.py", label="Compare: are the differences between models real?",
+                     icon=":material/compare_arrows:")
+    st.page_link("app_pages/guide.py", label="Metrics guide: definitions and worked examples",
+                 icon=":material/menu_book:")
 
 # --- details -----------------------------------------------------------------------------
 # An expander's content is built only while it is open (on_change="rerun"): a closed

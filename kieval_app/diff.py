@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from kieval_core.alignment import differences
 
-from .style import STATUS_BACKGROUNDS, STATUS_LABELS
+from .style import STATUS_BACKGROUNDS
 
 #: A highlighted space would be invisible: show it as an open box.
 _SPACE = "\u2423"
@@ -71,6 +71,3 @@ def table_html(columns: list[str], rows: Iterable[tuple[list[str], str | None]])
         f'{CSS}<table class="kv-table"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
     )
 
-
-def status_label(status: str) -> str:
-    return html.escape(STATUS_LABELS.get(status, status))

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from kieval_core import ModelResult
 from kieval_core.alignment import document_alignment, group_pairs
 
-from .diff import diff_html, status_label
+from .diff import diff_html
 from .style import STATUS_COLORS, base_layout
 from .text import plain
 
@@ -118,19 +118,22 @@ def _hover(entities: pd.DataFrame) -> str:
     return "<br>".join(lines[:25] + ([f"... {len(lines) - 25} more"] if len(lines) > 25 else []))
 
 
-def pair_label(group_type: str, gt_group: int, pred_group: int) -> str:
-    """A pair for people: ``menu: GT line 2 ↔ predicted line 3`` (lines counted from 1).
+#: Headers of the values table (:func:`alignment_rows`).
+VALUE_COLUMNS = ["lines (GT ↔ pred)", "field", "ground truth", "prediction", "confidence", "status"]
 
-    >>> pair_label("menu", 1, -1), pair_label("", -1, -1)
-    ('menu: GT line 2, unmatched', 'non-group')
+
+def pair_label(group_type: str, gt_group: int, pred_group: int) -> str:
+    """A pair of lines, short enough for a narrow column: ``menu 2 ↔ 3`` is GT line 2
+    matched with predicted line 3 (counted from 1); ``–`` marks the side without a line.
+
+    >>> pair_label("menu", 1, 2), pair_label("menu", 1, -1), pair_label("", -1, -1)
+    ('menu 2 ↔ 3', 'menu 2 ↔ –', 'non-group')
     """
     if gt_group < 0 and pred_group < 0:
         return NON_GROUP
-    if pred_group < 0:
-        return f"{group_type}: GT line {gt_group + 1}, unmatched"
-    if gt_group < 0:
-        return f"{group_type}: predicted line {pred_group + 1}, unmatched"
-    return f"{group_type}: GT line {gt_group + 1} ↔ predicted line {pred_group + 1}"
+    gt = "–" if gt_group < 0 else gt_group + 1
+    pred = "–" if pred_group < 0 else pred_group + 1
+    return f"{group_type} {gt} ↔ {pred}"
 
 
 def alignment_rows(model: ModelResult, doc_id: str) -> list[tuple[list[str], str]]:
@@ -146,7 +149,7 @@ def alignment_rows(model: ModelResult, doc_id: str) -> list[tuple[list[str], str
         confidence = "" if row.confidence != row.confidence else f"{row.confidence:.3f}"
         pair = plain(pair_label(row.group_type, int(row.gt_group), int(row.pred_group)))
         rows.append(
-            ([pair, plain(row.entity_type), gt, pred, confidence, status_label(row.status)], row.status)
+            ([pair, plain(row.entity_type), gt, pred, confidence, plain(row.status)], row.status)
         )
     return rows
 
