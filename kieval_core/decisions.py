@@ -103,7 +103,9 @@ def automation_section(model: ModelResult, options: DecisionOptions,
     band = None
     if options.resamples:
         boot = bootstrap(review, options.target, options.resamples, options.seed)
-        entity = _with_interval(entity, boot.interval())
+        # an unreachable target has no threshold, so no interval either (a few resamples that
+        # happen to reach it would give one); band.reachable_share says how many did
+        entity = _with_interval(entity, boot.interval() if entity.reachable else NO_INTERVAL)
         band = {"seed": boot.seed, "resamples": boot.resamples, "reachable_share": boot.reachable_share,
                 "points": records(boot.band)}
     document = recommend(curve, options.documents_target, model.n_documents, level="document")
@@ -128,6 +130,9 @@ def automation_section(model: ModelResult, options: DecisionOptions,
         "band": band,
     })
     return section
+
+
+NO_INTERVAL = {"threshold": None, "auto_rate": None}
 
 
 def _with_interval(rec, interval: dict):

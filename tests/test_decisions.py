@@ -98,3 +98,15 @@ def test_spec_4b_json_keys():
     assert m_report["band"]["resamples"] == 50 and m_report["per_field"]["exact"] is True
     assert m_report["holdout"]["target"] == 0.9 and m_report["calibration"][0]["entity_type"] is None
     assert pytest.approx(m_report["curve"][0]["kieval_aligned"]) == 1 / 4  # 1 TP, 3 errors
+
+
+def test_an_unreachable_target_has_no_interval_even_when_some_resamples_reach_it():
+    # B's total is missing (an addition, never fixed by review): 100% is out of reach on the
+    # corpus, but a resample that draws only A reaches it
+    gt = {"A": [("", "", "total", "5")], "B": [("", "", "total", "7"), ("", "", "date", "1/1")]}
+    pred = {"A": [("", "", "total", "5", 0.9)], "B": [("", "", "date", "1/1", 0.8)]}
+    m_report = build_report(evaluate(dataset(gt, "gt"), {"m": dataset(pred, "m")}),
+                            DecisionOptions(target=1.0, resamples=200))["models"]["m"]["automation"]
+    assert m_report["recommended"]["reachable"] is False
+    assert 0 < m_report["band"]["reachable_share"] < 1
+    assert m_report["recommended"]["interval"] == {"threshold": None, "auto_rate": None}
