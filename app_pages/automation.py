@@ -212,10 +212,16 @@ def decision() -> None:
                 )
                 best = "n/a" if rec.best_reachable is None else pct(rec.best_reachable)
                 note = (
-                    f"A target of {target:.1%} is **not reachable with automation**: only reviewing every "
-                    f"prediction gets there. The best accuracy with some automation is {best} (τ = "
-                    f"{automation.tau_text(tau)}, shown below)."
+                    f"A target of {target:.1%} is **not reachable with automation** by one τ for every "
+                    "field: only reviewing every prediction gets there. The best accuracy with some "
+                    f"automation is {best} (τ = {automation.tau_text(tau)}, shown below)."
                 )
+                fields = session.view("fields", lambda: per_field_thresholds(review, target), name, target)
+                if fields.reachable:
+                    note += (
+                        f" **One τ per field reaches it** with {number(fields.reviews)} reviews of "
+                        f"{number(review.n_predictions)} predictions: choose it under Thresholds."
+                    )
         elif mode == "automation":
             tau = recommend_for_automation(curve, goal, n_docs).threshold
         elif mode == "budget":

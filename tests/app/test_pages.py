@@ -443,6 +443,9 @@ def test_sroie_with_metadata_and_real_confidences(shared_data):
     at.sidebar.selectbox(key="model").set_value(names[0]).run()
     open_page(at, "automation")
     assert charts(at) == 4  # real confidences: the curves; the closed expanders build nothing
+    # 95% (the default target) is out of reach with one τ, within reach per field: both are said
+    note = " ".join(w.value for w in at.warning)
+    assert "not reachable with automation" in note and "One τ per field reaches it** with 977 reviews" in note
     assert charts(expand(at, "auto_calibration_open")) == 5  # the reliability diagram
     expand(at, "auto_uncertainty_open")
     assert any("carr" in m.value for m in [*at.success, *at.error, *at.info])  # the holdout verdict
