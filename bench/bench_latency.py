@@ -55,35 +55,25 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import streamlit_harness as harness  # noqa: E402
+from app_facts import (  # noqa: E402
+    APP_DATA_CAPTION,
+    APP_FIRST_NUMBER,
+    APP_GT_LOADED,
+    APP_PAGES,
+    APP_SCRIPT,
+    APP_UPLOAD_GT,
+    APP_UPLOAD_PREDICTIONS,
+)
 
 # ==========================================================================================
 # CONFIGURATION: every page title, heading, widget key and text this script relies on.
-# After a refactor of the app, adjust this block only.
+# After a refactor of the app, adjust this block and app_facts.py only.
 # ==========================================================================================
-# This app. Sidebar navigation titles, in the order they are cycled, and the start of the
-# level-1 heading each page shows (checked after each switch, outside the timing).
-APP_SCRIPT = "app.py"
-APP_PAGES = {
-    "Overview": "KIEval Workbench",
-    "Documents": "Documents",
-    "Errors": "Errors",
-    "Automation": "Automation",
-    "Compare": "Compare",
-    "Metrics guide": "Metrics guide",
-}
 APP_HOME = "Overview"  # the page the app opens on (it holds the uploaders)
 APP_SLIDER = ("Automation", "auto_tau")  # (page title, widget key) of the slider stepped
 # The slider shows once this option (widget key, option text) is picked: τ set by hand.
 APP_SLIDER_SETUP = ("auto_mode", "threshold")
 APP_BUTTON = ("Documents", "docs_next")  # (page title, widget key) of the button
-APP_FIRST_NUMBER = "stTable"  # test id of the element that shows the first numbers (headline table)
-# The file uploaders: their keys end in a counter (a new widget after each upload).
-APP_UPLOAD_GT = '[class*="st-key-upload_gt_"]'
-APP_UPLOAD_PREDICTIONS = '[class*="st-key-upload_pred_"]'
-APP_GT_LOADED = "Ground truth loaded."  # text shown once a ground truth without predictions is read
-# The sidebar's line on what is loaded: group 1 the ground truth's file name, group 2 the
-# number of prediction files (a regular expression both Python and JavaScript read).
-APP_DATA_CAPTION = r"Ground truth (\S+) \([^)]*\), (\d+) prediction files?"
 # The sample files replicated for the 10,000-receipt scale (relative to --app-root), the
 # key of the document id in their JSONL records, and the number of copies.
 SCALE_GT = "sample_data/cord_v2_gt.jsonl"

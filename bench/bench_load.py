@@ -54,30 +54,20 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import streamlit_harness as harness  # noqa: E402
+from app_facts import (  # noqa: E402
+    APP_DATA_CAPTION,
+    APP_FIRST_NUMBER,
+    APP_GT_LOADED,
+    APP_PAGES,
+    APP_SCRIPT,
+    APP_UPLOAD_GT,
+    APP_UPLOAD_PREDICTIONS,
+)
 
 # ==========================================================================================
 # CONFIGURATION: every page title, heading, widget key and text this script relies on.
-# After a refactor of the app, adjust this block only.
+# After a refactor of the app, adjust this block and app_facts.py only.
 # ==========================================================================================
-APP_SCRIPT = "app.py"
-# Sidebar navigation titles, in the order they are cycled, and the start of the level-1
-# heading each page shows (checked after each switch, outside the timing).
-APP_PAGES = {
-    "Overview": "KIEval Workbench",
-    "Documents": "Documents",
-    "Errors": "Errors",
-    "Automation": "Automation",
-    "Compare": "Compare",
-    "Metrics guide": "Metrics guide",
-}
-APP_FIRST_NUMBER = "stTable"  # test id of the element that shows the first numbers (headline table)
-# The file uploaders (Overview page): their keys end in a counter (a new widget after each upload).
-APP_UPLOAD_GT = '[class*="st-key-upload_gt_"]'
-APP_UPLOAD_PREDICTIONS = '[class*="st-key-upload_pred_"]'
-APP_GT_LOADED = "Ground truth loaded."  # text shown once a ground truth without predictions is read
-# The sidebar's line on what is loaded: group 1 the ground truth's file name, group 2 the
-# number of prediction files (a regular expression both Python and JavaScript read).
-APP_DATA_CAPTION = r"Ground truth (\S+) \([^)]*\), (\d+) prediction files?"
 APP_MODEL_PICKER = "model"  # widget key of the sidebar's model selectbox
 # Test-only data, read in place (never copy it into the repository).
 SROIE_DIR = Path("/work/shared/data/sroie")

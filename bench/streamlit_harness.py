@@ -39,13 +39,13 @@ import contextlib
 import json
 import math
 import os
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from kieval_app.headless import free_port, wait_healthy
 
 # --- Streamlit and Chromium mechanics (not the app's) ------------------------------------
 CHROMIUM = "/usr/bin/chromium"
@@ -159,12 +159,6 @@ _IDLE_NOW_JS = """(cfg) => {
 # --- servers -------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @dataclass
 class Server:
     """A running ``streamlit run``: its URL, its process and when it was spawned."""
@@ -227,22 +221,8 @@ def streamlit_server(script: Path, cwd: Path, env: dict | None = None, timeout_s
                                stderr=subprocess.PIPE)
     server = Server(url, process, spawned)
     try:
-        deadline = time.time() + timeout_s
-        while time.time() < deadline:
-            if process.poll() is not None:
-                output = process.stderr.read().decode(errors="replace") if process.stderr else ""
-                msg = f"streamlit exited early:\n{output[-3000:]}"
-                raise RuntimeError(msg)
-            try:
-                with urllib.request.urlopen(url + "_stcore/health", timeout=2) as response:
-                    if response.status == 200:
-                        server.healthy = time.perf_counter()
-                        break
-            except OSError:
-                time.sleep(0.05)
-        else:
-            msg = f"streamlit did not become healthy within {timeout_s:.0f} s"
-            raise RuntimeError(msg)
+        wait_healthy(url, process, timeout_s, poll=0.05)
+        server.healthy = time.perf_counter()
         yield server
     finally:
         process.terminate()

@@ -33,20 +33,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 60) -> None:
-    """Wait until the server at ``url`` answers its health check (its output on failure)."""
+def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 60, poll: float = 0.3) -> None:
+    """Wait until the server at ``url`` answers its health check, asking every ``poll``
+    seconds (the server's piped output on failure)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         if process.poll() is not None:
-            output = process.stdout.read().decode(errors="replace") if process.stdout else ""
-            msg = f"streamlit exited early:\n{output}"
+            pipe = process.stdout or process.stderr
+            output = pipe.read().decode(errors="replace") if pipe else ""
+            msg = f"streamlit exited early:\n{output[-3000:]}"
             raise RuntimeError(msg)
         try:
             with urllib.request.urlopen(url + "_stcore/health", timeout=2) as response:
                 if response.status == 200:
                     return
         except OSError:
-            time.sleep(0.3)
+            time.sleep(poll)
     msg = f"streamlit did not become healthy within {timeout:.0f} s"
     raise RuntimeError(msg)
 

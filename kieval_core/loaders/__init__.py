@@ -9,13 +9,11 @@ the one place that maps a format name to the code that reads it.
 from __future__ import annotations
 
 import codecs
-import contextlib
 import functools
-import gc
 import io
 import os
 import zipfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any
@@ -23,6 +21,7 @@ from typing import Any
 import orjson
 
 from ..errors import KievalInputError, KievalOptionError
+from ..gcpause import cycle_collector_paused
 from ..model import Dataset
 from .builder import DatasetBuilder
 from .cord import cord_entities, valid_lines_of
@@ -311,17 +310,6 @@ def load(path: str | Path, options: LoadOptions = LoadOptions(), name: str | Non
     return load_bytes(path.read_bytes(), source, options, name=name, keep_structures=keep_structures)
 
 
-@contextlib.contextmanager
-def _no_gc() -> Iterator[None]:
-    """Pause the cycle collector while a file is read: parsing makes millions of objects
-    and no cycles, and each collection pass would walk all of them (~15% of a read)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _read(path: str) -> bytes:
@@ -343,7 +331,7 @@ def load_bytes(data: bytes, source: str, options: LoadOptions = LoadOptions(),
     if reader.read_file is None:
         raise KievalInputError(source, None, f"format {fmt} needs a directory or a .zip of files")
     builder = DatasetBuilder(source, name, fmt, keep_structures)
-    with _no_gc():
+    with cycle_collector_paused():
         reader.read_file(data, source, options, builder)
     if not builder.where:
         raise KievalInputError(source, None, "the file has no documents")
@@ -360,7 +348,7 @@ def load_files(files: Mapping[str, bytes], source: str, options: LoadOptions, na
     if reader.read_files is None:
         raise KievalInputError(source, None, f"format {fmt} is read from one file, not a directory")
     builder = DatasetBuilder(source, name, fmt, keep_structures)
-    with _no_gc():
+    with cycle_collector_paused():
         reader.read_files(files, source, options, builder)
     return builder.build()
 

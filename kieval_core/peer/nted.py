@@ -11,9 +11,7 @@ The results are Donut's, exactly: every cost is an integer.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -22,6 +20,7 @@ import pandas as pd
 from rapidfuzz.distance import Levenshtein
 from rapidfuzz.process import cdist
 
+from ..gcpause import cycle_collector_paused
 from .oi import Detection
 
 __all__ = [
@@ -248,7 +247,7 @@ def nted_corpus(pairs: Iterable[tuple[dict, dict]]) -> NTEDCorpus:
     >>> nted_corpus([({"a": "x"}, {"a": "x"}), ({"a": "x"}, {})])
     NTEDCorpus(per_document=(1.0, 0.0), mean=0.5)
     """
-    with _cyclic_gc_paused():
+    with cycle_collector_paused():
         scores = _scores(pairs)
     if not scores:
         msg = "nted_corpus needs at least one (gt, pred) document pair"
@@ -299,22 +298,6 @@ def donut_field_f1(gts: Sequence[dict], preds: Sequence[dict]) -> DonutFieldF1:
 # --- nTED: cheap exact parts ----------------------------------------------------------------
 
 
-@contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """Pause CPython's cycle collector (reference counting still frees everything).
-
-    Scoring a corpus keeps every document's tree (nested tuples) alive at once; the
-    collector would then run full collections over the whole heap, which in a dashboard
-    holding every uploaded document cost as much as the metric itself. Nothing here
-    creates reference cycles.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 Nested = tuple  # (label, (child, child, ...)): a tree as nested tuples, hashable
