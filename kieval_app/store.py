@@ -59,13 +59,11 @@ def approximate_size(value: Any, _seen: set[int] | None = None) -> int:
             )
         return int(value.nbytes)
     if isinstance(value, pd.DataFrame):
-        return sum(approximate_size(value[c], seen) for c in value.columns) + value.index.memory_usage()
+        # each value[c] is a new Series, freed at once: its id is reused by the next one, so
+        # columns are measured without the ``seen`` set (they cannot be shared anyway)
+        return sum(_series_size(value[c]) for c in value.columns) + value.index.memory_usage()
     if isinstance(value, pd.Series):
-        if value.dtype == object or pd.api.types.is_string_dtype(value.dtype):
-            sample = value.iloc[:1000]
-            per_value = (sum(len(str(v)) for v in sample) / max(len(sample), 1)) + 57
-            return int(per_value * len(value))
-        return int(value.memory_usage(index=False, deep=False))
+        return _series_size(value)
     if isinstance(value, (str, bytes)):
         return len(value) + 49
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -77,6 +75,14 @@ def approximate_size(value: Any, _seen: set[int] | None = None) -> int:
     if isinstance(value, (list, tuple)):
         return sum(approximate_size(v, seen) for v in value) + 8 * len(value) + 56
     return 64
+
+
+def _series_size(series: pd.Series) -> int:
+    if series.dtype == object or pd.api.types.is_string_dtype(series.dtype):
+        sample = series.iloc[:1000]
+        per_value = (sum(len(str(v)) for v in sample) / max(len(sample), 1)) + 57
+        return int(per_value * len(series))
+    return int(series.memory_usage(index=False, deep=False))
 
 
 def _malloc_trim() -> None:
