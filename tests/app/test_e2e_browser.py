@@ -100,6 +100,19 @@ def _browser(p):
     return p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
 
 
+def _wait_text(page, text: str) -> None:
+    """Wait for ``text``; on a timeout, fail with what the page showed and whether its script
+    was still running (a slow machine) or idle (an upload that ended without its message)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.get_by_text(text).wait_for()
+    except PlaywrightTimeout:
+        state = page.get_by_test_id("stApp").get_attribute("data-test-script-state")
+        shown = page.get_by_test_id("stMain").inner_text()[:800]
+        raise AssertionError(f"{text!r} not shown; script state {state}; the page shows:\n{shown}") from None
+
+
 def _upload(page, app_url, gt, preds) -> None:
     """Open the app; upload a ground truth (None keeps the sample's) and predictions."""
     page.set_default_timeout(TIMEOUT_MS)
@@ -108,13 +121,13 @@ def _upload(page, app_url, gt, preds) -> None:
     _idle(page)
     if gt is not None:
         page.get_by_test_id("stFileUploader").nth(0).locator("input[type=file]").set_input_files(str(gt))
-        page.get_by_text(f"{gt.name}: loaded as the ground truth").wait_for()
+        _wait_text(page, f"{gt.name}: loaded as the ground truth")
         _idle(page)
     page.get_by_test_id("stFileUploader").nth(1).locator("input[type=file]").set_input_files(
         [str(p) for p in preds]
     )
     for p in preds:
-        page.get_by_text(f"{p.name}: loaded").wait_for()
+        _wait_text(page, f"{p.name}: loaded")
     page.get_by_test_id("stTable").first.wait_for()
     _idle(page)
 
