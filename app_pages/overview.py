@@ -8,6 +8,7 @@ from kieval_app.columns import metric_styler, metric_table, shown
 from kieval_app.sources import SAMPLES
 from kieval_app.text import md, number
 from kieval_core.inputs import load_report
+from kieval_core.results import corrections_table
 
 ws = session.current()
 
@@ -147,7 +148,7 @@ if box.open:
         frame, columns = metric_table(result, overview.metric_table(result))
         st.dataframe(frame, hide_index=True, column_config=columns, placeholder="")
         frame, columns = shown(
-            overview.corrections_table(result).reset_index(),
+            corrections_table(result).reset_index(),
             percent={"FP + FN overstates work by"},
             counts={"corrections", "FP + FN"},
         )

@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 
 from kieval_core import EvaluationResult
 from kieval_core import registry as metric_registry
+from kieval_core.results import corrections_table
 
 from .style import KIND_COLORS, KIND_LABELS, base_layout
 from .text import is_missing, plain
@@ -64,27 +65,6 @@ def best_models(result: EvaluationResult, table: pd.DataFrame) -> dict[str, str]
         if len(values) > 1 and values.nunique() > 1:
             out[metric.label] = values.idxmax() if metric.higher_is_better else values.idxmin()
     return out
-
-
-def corrections_table(result: EvaluationResult) -> pd.DataFrame:
-    """Substitutions, additions, deletions and their total beside FP + FN per model (the
-    paper's Table 3)."""
-    rows = []
-    for name, model in result.models.items():
-        c, e = model.corrections, model.entity
-        fp_fn = e.fp + e.fn
-        rows.append(
-            {
-                "model": name,
-                "substitution": c.substitution,
-                "addition": c.addition,
-                "deletion": c.deletion,
-                "corrections": c.total,
-                "FP + FN": fp_fn,
-                "FP + FN overstates work by": (fp_fn - c.total) / c.total if c.total else 0.0,
-            }
-        )
-    return pd.DataFrame(rows).set_index("model")
 
 
 def corrections_figure(result: EvaluationResult) -> go.Figure:

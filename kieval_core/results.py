@@ -249,6 +249,28 @@ class EvaluationResult:
         return [*self.gt.warnings, *merged, *self.warnings]
 
 
+def corrections_table(result: EvaluationResult) -> pd.DataFrame:
+    """Per model: substitutions, additions, deletions and their total beside FP + FN, and how
+    much FP + FN overstates the work, (FP + FN - corrections) / corrections (the paper's
+    Table 3: a wrong value is one correction but one FP and one FN; 0 without corrections)."""
+    rows = []
+    for name, model in result.models.items():
+        c, e = model.corrections, model.entity
+        fp_fn = e.fp + e.fn
+        rows.append(
+            {
+                "model": name,
+                "substitution": c.substitution,
+                "addition": c.addition,
+                "deletion": c.deletion,
+                "corrections": c.total,
+                "FP + FN": fp_fn,
+                "FP + FN overstates work by": (fp_fn - c.total) / c.total if c.total else 0.0,
+            }
+        )
+    return pd.DataFrame(rows).set_index("model")
+
+
 def error_table(counted: Counted) -> pd.DataFrame:
     """The error list (:attr:`ModelResult.errors`) of the engine's tables: documents in
     the order of ``counted.doc_ids``, additions before the predictions' errors, each in

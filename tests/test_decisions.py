@@ -11,6 +11,7 @@ from kieval_core import Costs, DecisionOptions, evaluate
 from kieval_core.decisions import slice_thresholds
 from kieval_core.loaders.builder import DatasetBuilder
 from kieval_core.report import build_report
+from kieval_core.results import corrections_table
 from kieval_core.review import (
     recommend_for_automation,
     recommend_for_budget,
@@ -110,3 +111,12 @@ def test_an_unreachable_target_has_no_interval_even_when_some_resamples_reach_it
     assert m_report["recommended"]["reachable"] is False
     assert 0 < m_report["band"]["reachable_share"] < 1
     assert m_report["recommended"]["interval"] == {"threshold": None, "auto_rate": None}
+
+
+def test_corrections_beside_fp_fn_by_hand():
+    # A: total right, date wrong (1 substitution = 1 FP + 1 FN); B: total wrong (the same), tax
+    # spurious (1 deletion = 1 FP): 3 corrections against FP + FN = 5, overstated by 2/3
+    table = corrections_table(evaluate(dataset(GT, "gt"), {"m": dataset(PRED, "m")}))
+    row = table.loc["m"]
+    assert (row["substitution"], row["addition"], row["deletion"], row["corrections"]) == (2, 0, 1, 3)
+    assert row["FP + FN"] == 5 and row["FP + FN overstates work by"] == pytest.approx(2 / 3)

@@ -18,7 +18,7 @@ from kieval_app.store import Store, TaskCancelled, approximate_size
 from kieval_core import evaluate, load_bytes
 from kieval_core import registry as metric_registry
 from kieval_core.compare import paired_bootstrap, per_document
-from kieval_core.results import top_confusions
+from kieval_core.results import corrections_table, top_confusions
 
 # --- overview -----------------------------------------------------------------------------
 
@@ -45,7 +45,7 @@ def test_best_models_follow_each_direction(sample_result):
 
 
 def test_corrections_beside_fp_fn(sample_result):
-    table = overview.corrections_table(sample_result)
+    table = corrections_table(sample_result)
     strong = sample_result.models["simulated-strong"]
     assert table.loc["simulated-strong", "corrections"] == strong.corrections.total == 154
     assert table.loc["simulated-strong", "FP + FN"] == strong.entity.fp + strong.entity.fn
