@@ -11,8 +11,6 @@ from kieval_app.diff import table_html
 from kieval_app.style import KIND_LABELS, KINDS, STATUS_LABELS, STATUS_MARKDOWN_COLORS
 from kieval_app.text import md, number, pct
 
-CARD_WIDTH = "stretch"
-
 ws = session.current()
 session.require_models(ws)
 name = session.selected_model(ws)
@@ -127,15 +125,15 @@ if figures["missing"]:
         icon=":material/warning:",
     )
 with st.container(horizontal=True):  # the cards wrap on narrow screens instead of cutting labels
-    st.metric("Corrections", number(figures["errors"]), border=True, width=CARD_WIDTH)
-    st.metric("Substitutions", number(figures["substitution"]), border=True, width=CARD_WIDTH)
-    st.metric("Additions", number(figures["addition"]), border=True, width=CARD_WIDTH)
-    st.metric("Deletions", number(figures["deletion"]), border=True, width=CARD_WIDTH)
-    st.metric("KIEval_Aligned", pct(figures["aligned"]), border=True, width=CARD_WIDTH)
+    st.metric("Corrections", number(figures["errors"]), border=True)
+    st.metric("Substitutions", number(figures["substitution"]), border=True)
+    st.metric("Additions", number(figures["addition"]), border=True)
+    st.metric("Deletions", number(figures["deletion"]), border=True)
+    st.metric("KIEval_Aligned", pct(figures["aligned"]), border=True)
     if model.group is not None:
-        st.metric("KIEval group F1", pct(figures["group_f1"]), border=True, width=CARD_WIDTH)
+        st.metric("KIEval group F1", pct(figures["group_f1"]), border=True)
     else:
-        st.metric("Flat entity F1", pct(figures["flat_f1"]), border=True, width=CARD_WIDTH)
+        st.metric("Flat entity F1", pct(figures["flat_f1"]), border=True)
 
 pairs = session.view("pairs", lambda: documents.group_pairs(model.detail(), doc), name, doc)
 if (pairs["status"] != "non-group").any():
