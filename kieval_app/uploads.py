@@ -34,6 +34,11 @@ def pred_key() -> str:
 
 
 def _queue(role: str, files) -> None:
+    if not files:
+        # A box reported "no files" (the browser sends the other box's empty state with an
+        # upload): changing the keys now would replace the other box mid-upload and lose
+        # its file, so nothing happens.
+        return
     limit = upload_limit_mb()
     queued, messages = [], []
     for file in files:

@@ -66,6 +66,25 @@ def upload(at: AppTest, role: str, *files: tuple[str, bytes]) -> AppTest:
     return at
 
 
+def _empty_predictions_box_event():
+    import streamlit as st
+
+    from kieval_app import session, uploads
+
+    session.init_state()
+    before = st.session_state["uploader"]
+    st.session_state[uploads.pred_key()] = []  # the box reports "no files"
+    uploads.on_prediction_upload()
+    st.write(f"keys changed: {st.session_state['uploader'] != before}")
+
+
+def test_an_empty_box_event_keeps_the_other_box():
+    # The browser can report the predictions box as empty while a ground-truth file is still
+    # uploading; new box keys then would drop the upload in flight (seen in a browser test).
+    at = AppTest.from_function(_empty_predictions_box_event).run()
+    assert not at.exception and at.markdown[0].value == "keys changed: False"
+
+
 def frame_with(at: AppTest, *columns: str):
     """The first table of the page having all these columns."""
     for frame in at.dataframe:
