@@ -31,6 +31,12 @@ ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "sample_data"
 CHROMIUM = Path("/usr/bin/chromium")
 TIMEOUT_MS = 60_000
+# The drop zones by their widget keys (which end in a counter), never by position: while a
+# run's elements are redrawn, "the first uploader" can resolve to the predictions box and a
+# ground truth would be uploaded as a model (seen in CI: 2 of 30 uploads at 0.3-1.0 s after
+# a page load; 0 of 30 by key).
+GT_BOX = '[class*="st-key-upload_gt_"]'
+PREDICTIONS_BOX = '[class*="st-key-upload_pred_"]'
 
 
 @pytest.fixture(scope="module")
@@ -119,15 +125,11 @@ def _upload(page, app_url, gt, preds) -> None:
     page.goto(app_url)
     page.get_by_role("heading", name="KIEval Workbench").wait_for()
     _idle(page)
-    # KNOWN BUG (see the issue note): a file dropped within about 1.5 s of a fresh page
-    # load is lost now and then (1 to 2 in 30 here), without a message. Until it is found,
-    # these tests upload after the page has settled, so they test everything else.
-    page.wait_for_timeout(2500)
     if gt is not None:
-        page.get_by_test_id("stFileUploader").nth(0).locator("input[type=file]").set_input_files(str(gt))
+        page.locator(GT_BOX).locator("input[type=file]").set_input_files(str(gt))
         _wait_text(page, f"{gt.name}: loaded as the ground truth")
         _idle(page)
-    page.get_by_test_id("stFileUploader").nth(1).locator("input[type=file]").set_input_files(
+    page.locator(PREDICTIONS_BOX).locator("input[type=file]").set_input_files(
         [str(p) for p in preds]
     )
     for p in preds:
