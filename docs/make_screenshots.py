@@ -72,10 +72,10 @@ def upload(page, gt: Path, preds: list[Path], meta: str | None) -> None:
         box.fill(meta)
         box.press("Enter")
         wait_idle(page)
-    page.get_by_test_id("stFileUploader").nth(0).locator("input[type=file]").set_input_files(str(gt))
+    page.locator('[class*="st-key-upload_gt_"]').locator("input[type=file]").set_input_files(str(gt))
     page.get_by_text(f"{gt.name}: loaded as the ground truth").wait_for(timeout=120_000)
     wait_idle(page)
-    page.get_by_test_id("stFileUploader").nth(1).locator("input[type=file]").set_input_files(
+    page.locator('[class*="st-key-upload_pred_"]').locator("input[type=file]").set_input_files(
         [str(p) for p in preds]
     )
     page.get_by_test_id("stTable").first.wait_for(timeout=120_000)
