@@ -45,7 +45,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kieval_app.headless import free_port, wait_healthy
+from kieval_app.headless import free_port, server_log, stop, wait_healthy
 
 # --- Streamlit and Chromium mechanics (not the app's) ------------------------------------
 CHROMIUM = "/usr/bin/chromium"
@@ -217,22 +217,16 @@ def streamlit_server(script: Path, cwd: Path, env: dict | None = None, timeout_s
     command = [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
                "--server.port", str(port), "--server.address", "127.0.0.1"]
     spawned = time.perf_counter()
-    process = subprocess.Popen(command, cwd=cwd, env=environment, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE)
+    log = server_log()
+    process = subprocess.Popen(command, cwd=cwd, env=environment, stdout=log, stderr=subprocess.STDOUT)
     server = Server(url, process, spawned)
     try:
-        wait_healthy(url, process, timeout_s, poll=0.05)
+        wait_healthy(url, process, timeout_s, poll=0.05, log=log)
         server.healthy = time.perf_counter()
         yield server
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=15)
-        if process.stderr:
-            process.stderr.close()
+        stop(process, timeout=15)
+        log.close()
 
 
 # --- browsers ------------------------------------------------------------------------------

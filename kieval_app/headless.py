@@ -11,9 +11,11 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import IO
 
 from .paths import app_root
 
@@ -33,14 +35,24 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 60, poll: float = 0.3) -> None:
+def server_log() -> IO[bytes]:
+    """Where a server started here writes its output: a temporary file, never a pipe (a pipe
+    nobody reads blocks the server once it holds ~64 KB)."""
+    return tempfile.TemporaryFile()
+
+
+def wait_healthy(
+    url: str, process: subprocess.Popen, timeout: float = 60, poll: float = 0.3, log: IO[bytes] | None = None
+) -> None:
     """Wait until the server at ``url`` answers its health check, asking every ``poll``
-    seconds (the server's piped output on failure)."""
+    seconds (the end of its ``log`` on failure)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         if process.poll() is not None:
-            pipe = process.stdout or process.stderr
-            output = pipe.read().decode(errors="replace") if pipe else ""
+            output = ""
+            if log is not None:
+                log.seek(0)
+                output = log.read().decode(errors="replace")
             msg = f"streamlit exited early:\n{output[-3000:]}"
             raise RuntimeError(msg)
         try:
@@ -58,6 +70,7 @@ def streamlit_server(root: Path = ROOT, port: int | None = None):
     """Run the app headless; yield its base URL; stop it (by its own pid) afterwards."""
     port = port or free_port()
     env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    log = server_log()
     process = subprocess.Popen(
         [
             sys.executable,
@@ -74,16 +87,23 @@ def streamlit_server(root: Path = ROOT, port: int | None = None):
         ],
         cwd=root,
         env=env,
-        stdout=subprocess.PIPE,
+        stdout=log,
         stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}/"
     try:
-        wait_healthy(url, process)
+        wait_healthy(url, process, log=log)
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop(process)
+        log.close()
+
+
+def stop(process: subprocess.Popen, timeout: float = 10) -> None:
+    """Stop a server (terminate, then kill if it has not ended within ``timeout`` seconds)."""
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=timeout)

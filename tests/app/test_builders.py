@@ -301,3 +301,17 @@ def test_store_cancels_work_nobody_waits_for():
 def test_approximate_size_counts_frames_and_text():
     frame = pd.DataFrame({"a": np.zeros(1000), "b": ["x" * 20] * 1000})
     assert 8000 + 20_000 <= approximate_size(frame) <= 8000 + 100_000
+
+
+def test_a_server_that_exits_early_is_reported_with_its_output():
+    import subprocess
+    import sys
+
+    from kieval_app.headless import server_log, wait_healthy
+
+    with server_log() as log:
+        process = subprocess.Popen([sys.executable, "-c", "print('no such app'); raise SystemExit(1)"],
+                                   stdout=log, stderr=subprocess.STDOUT)
+        process.wait(timeout=30)
+        with pytest.raises(RuntimeError, match="exited early:\nno such app"):
+            wait_healthy("http://127.0.0.1:9/", process, timeout=30, log=log)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from test_e2e_browser import CHROMIUM, TIMEOUT_MS, _headline, _idle
 
-from kieval_app.headless import CHROMIUM_ARGS, free_port, wait_healthy
+from kieval_app.headless import CHROMIUM_ARGS, free_port, server_log, wait_healthy
 from kieval_app.text import pct
 from kieval_core import evaluate
 
@@ -60,6 +60,7 @@ def test_kieval_dashboard_from_the_wheel_shows_the_sample(installed):
         pytest.skip("Debian chromium is not installed at /usr/bin/chromium")
     port = free_port()
     env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", "HOME": str(installed.parent)}
+    log = server_log()
     server = subprocess.Popen(
         [
             str(installed / "bin" / "kieval"),
@@ -73,13 +74,13 @@ def test_kieval_dashboard_from_the_wheel_shows_the_sample(installed):
         ],
         cwd=installed.parent,
         env=env,
-        stdout=subprocess.PIPE,
+        stdout=log,
         stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}/"
     outside: list[str] = []
     try:
-        wait_healthy(url, server)
+        wait_healthy(url, server, log=log)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -100,6 +101,7 @@ def test_kieval_dashboard_from_the_wheel_shows_the_sample(installed):
     finally:
         server.terminate()
         server.wait(timeout=10)
+        log.close()
     # stopping `kieval dashboard` stops the server: no orphan keeps the port
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", port)) != 0
