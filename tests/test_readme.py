@@ -8,6 +8,8 @@ import shlex
 import subprocess
 from pathlib import Path
 
+from commands import kieval_command
+
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text("utf-8")
 BLOCKS = re.findall(r"```(\w+)\n(.*?)```", README, re.DOTALL)
@@ -35,12 +37,18 @@ def test_the_readme_starts_with_the_two_commands():
 def test_the_evaluate_example_prints_what_the_readme_shows(tmp_path):
     ((command, expected),) = _commands("kieval evaluate")
     os.symlink(ROOT / "sample_data", tmp_path / "sample_data")
-    done = subprocess.run(shlex.split(command), cwd=tmp_path, capture_output=True, text=True, check=False)
+    argv = shlex.split(command)
+    assert argv[0] == "kieval"
+    argv[0] = kieval_command()  # this environment's command, not the first on PATH
+    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout == expected
     assert (tmp_path / "report.json").is_file() and (tmp_path / "errors.csv").is_file()
 
 
-def test_the_ci_entry_point_runs_the_readme_test_command():
+def test_the_ci_entry_point_runs_both_readme_commands_in_a_fresh_venv():
     ci = (ROOT / ".ci" / "run").read_text("utf-8")
-    assert "pip install -e '.[test]' && python -m pytest" in ci
+    first, second = (line.split("#")[0].strip() for line in BLOCKS[0][1].strip().splitlines()[:2])
+    assert f'"{first}"' in ci and second in ci
+    assert "python3 -m venv" in ci and "/venv/bin/activate" in ci
+    assert ci.index("/venv/bin/activate") < ci.index(first) < ci.index(second)

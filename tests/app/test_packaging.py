@@ -21,10 +21,23 @@ pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def dependency_paths() -> list[str]:
+    """The directories this interpreter imports its packages from (site-packages and
+    dist-packages: the global interpreter's, a venv's and, for a venv made with
+    ``--system-site-packages``, its base's too)."""
+    return [p for p in sys.path if Path(p).name in ("site-packages", "dist-packages") and Path(p).is_dir()]
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
-    """A virtual environment (outside the checkout) with the wheel installed in it; its
-    dependencies come from this interpreter's site-packages."""
+    """A virtual environment (outside the checkout) with the wheel installed in it.
+
+    Its dependencies come from the running interpreter, whatever it is (global, venv,
+    conda): a ``.pth`` file appends that interpreter's package directories to the new
+    environment's path, after its own site-packages, so the wheel is found first. A
+    ``.pth`` line is only a path: the running environment's own ``.pth`` files (an
+    editable install of this checkout among them) are not run, so the checkout stays out.
+    """
     base = tmp_path_factory.mktemp("wheel")
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-w", str(base / "dist"), "-q"],
@@ -32,8 +45,13 @@ def installed(tmp_path_factory) -> Path:
         cwd=base,
     )
     (wheel,) = (base / "dist").glob("kieval_workbench-*.whl")
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(base / "venv")], check=True)
+    subprocess.run([sys.executable, "-m", "venv", str(base / "venv")], check=True)
     python = base / "venv" / "bin" / "python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()
+    (Path(purelib) / "dependencies.pth").write_text("\n".join(dependency_paths()) + "\n", "utf-8")
     subprocess.run(
         [str(python), "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)], check=True
     )
