@@ -35,6 +35,7 @@ from rapidfuzz.distance import Levenshtein
 from rapidfuzz.process import cpdist
 from scipy.optimize import linear_sum_assignment
 
+from .locations import LOCATION_COLUMNS, has_locations
 from .matching import match_stack
 from .model import Dataset
 from .normalize import Normalizer
@@ -77,7 +78,9 @@ class Counted:
         none), ``status`` (correct / substituted / added / deleted), ``partner`` (row of
         the other side's table: the copy a correct entity matches, or the value a
         substitution replaces; -1 if none), ``other_value`` (the partner's value),
-        ``position`` (input order) and ``cell`` (row of ``cells``).
+        ``position`` (input order) and ``cell`` (row of ``cells``); the location columns
+        ``page, x0, y0, x1, y1`` when that side's input carries locations (never read by
+        a count).
     flat : DataFrame
         Flat entity counts per (doc_id, entity_type): ``tp, n_gt, n_pred``.
     doc_ids : tuple of str
@@ -107,8 +110,9 @@ def count(gt: Dataset, pred: Dataset, normalizer: Normalizer = Normalizer()) -> 
     return Counted(
         cells=cells,
         pairs=_pair_frame(pairs, cells, cell_pair, vocab),
-        gt_entities=_entity_frame(g, lg, partner_g, p.values, pairs, vocab, side="gt"),
-        pred_entities=_entity_frame(p, lp, partner_p, g.values, pairs, vocab, side="pred"),
+        gt_entities=_located(_entity_frame(g, lg, partner_g, p.values, pairs, vocab, side="gt"), gt.entities),
+        pred_entities=_located(_entity_frame(p, lp, partner_p, g.values, pairs, vocab, side="pred"),
+                               pred.entities),
         flat=_flat(g, p, vocab),
         doc_ids=tuple(vocab.doc_ids),
     )
@@ -637,6 +641,14 @@ def _entity_frame(s: Side, labels: Labels, partner: np.ndarray, other_values: np
         "position": np.arange(len(s)),
         "cell": labels.cell,
     })
+
+
+def _located(frame: pd.DataFrame, entities: pd.DataFrame) -> pd.DataFrame:
+    """The entity frame with the input's location columns (same rows, same order), if any."""
+    if has_locations(entities):
+        for column in LOCATION_COLUMNS:
+            frame[column] = entities[column].to_numpy(np.float64)
+    return frame
 
 
 def _flat(g: Side, p: Side, vocab: Vocabulary) -> pd.DataFrame:

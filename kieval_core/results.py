@@ -20,6 +20,7 @@ import pandas as pd
 
 from .engine import KIND_OF_STATUS, Counted
 from .errors import KievalOptionError, UndefinedMetricWarning
+from .locations import LOCATION_COLUMNS, box_list, has_locations
 from .model import Dataset
 from .normalize import Normalizer
 from .peer_families import PeerFigures
@@ -293,12 +294,39 @@ def error_table(counted: Counted) -> pd.DataFrame:
         "entity_type": added["entity_type"], "gt_value": added["value"], "pred_value": None,
         "kind": "addition", "confidence": np.nan, "_order": added["position"], "_side": 0,
     })
+    located = has_locations(gt) or has_locations(pred)
+    if located:
+        rows_p = rows_p.assign(**_error_locations(wrong_p, gt, own="pred"))
+        rows_g = rows_g.assign(**_error_locations(added, pred, own="gt"))
     rows = pd.concat([rows_g, rows_p], ignore_index=True)
     rows["_doc"] = pd.Index(counted.doc_ids).get_indexer(rows["doc_id"].astype(object))
     rows = rows.sort_values(["_doc", "_side", "_order"], kind="stable")
     for column in ("gt_group", "pred_group"):
         rows[column] = rows[column].astype("Int64").where(rows[column] >= 0, pd.NA)
-    return rows[ERROR_COLUMNS].reset_index(drop=True)
+    columns = [*ERROR_COLUMNS, *LOCATED_ERROR_COLUMNS] if located else ERROR_COLUMNS
+    return rows[[c for c in columns if c in rows]].reset_index(drop=True)
+
+
+#: Columns the error list gains when an input carries locations (SPEC 6.7, 7).
+LOCATED_ERROR_COLUMNS = ["page", "gt_box", "pred_box"]
+
+
+def _error_locations(rows: pd.DataFrame, other: pd.DataFrame, *, own: str) -> dict[str, object]:
+    """``page, gt_box, pred_box`` of error rows of one side: its own box, and the box of
+    the partner on the other side (the GT value a substitution replaces)."""
+    n = len(rows)
+    empty = np.full((n, len(LOCATION_COLUMNS)), np.nan)
+    mine = rows[list(LOCATION_COLUMNS)].to_numpy(np.float64) if has_locations(rows) else empty
+    partner = rows["partner"].to_numpy()
+    theirs = empty.copy()
+    if has_locations(other) and n:
+        table = other[list(LOCATION_COLUMNS)].to_numpy(np.float64)
+        has = partner >= 0
+        theirs[has] = table[partner[has]]
+    page = np.where(np.isnan(mine[:, 0]), theirs[:, 0], mine[:, 0])
+    boxes = {own: box_list(mine[:, 1:]), ("gt" if own == "pred" else "pred"): box_list(theirs[:, 1:])}
+    return {"page": pd.array(np.where(np.isnan(page), None, page), dtype="Int64"),
+            "gt_box": boxes["gt"], "pred_box": boxes["pred"]}
 
 
 def top_confusions(errors: pd.DataFrame, n: int = 20) -> pd.DataFrame:

@@ -25,6 +25,7 @@ from ..gcpause import cycle_collector_paused
 from ..model import Dataset
 from .builder import DatasetBuilder
 from .cord import cord_entities, valid_lines_of
+from .forms import read_form_file, sniff_form
 from .iob2 import parse_iob2_document, parse_iob2_documents
 from .jsontext import (
     NeedsSourceText,
@@ -211,11 +212,12 @@ def _read_cord(data: bytes, source: str, options: LoadOptions, builder: DatasetB
         if lines is None:
             raise KievalInputError(source, where, "the record has no valid_line list")
         doc_id, _ = doc_id_of(record, source, where)
-        rows = [(g, k, t, v, _NAN) for g, k, t, v in cord_entities(lines, source, where)]
+        entities, locations = cord_entities(lines, source, where, builder.location_problems, doc_id)
+        rows = [(g, k, t, v, _NAN) for g, k, t, v in entities]
         truth = record.get("ground_truth")
         structure = truth.get("gt_parse") if isinstance(truth, dict) else record.get("gt_parse")
         kept = text_numbers(structure) if builder.keep_structures and structure is not None else None
-        builder.add(doc_id, where, rows, kept, reader.take_meta(record))
+        builder.add(doc_id, where, rows, kept, reader.take_meta(record), locations)
 
     read_records(data, source, add)
 
@@ -255,6 +257,18 @@ def _read_iob2_dir(files: Mapping[str, bytes], source: str, options: LoadOptions
         builder.add(PurePath(file_name).stem, file_name, _iob2_rows(entities))
 
 
+def _form_reader(fmt: str) -> tuple[FileReader, FilesReader]:
+    def read_file(data: bytes, source: str, options: LoadOptions, builder: DatasetBuilder) -> None:
+        read_form_file(data, source, builder, fmt, PurePath(source).stem)
+
+    def read_files(files: Mapping[str, bytes], source: str, options: LoadOptions,
+                   builder: DatasetBuilder) -> None:
+        for file_name, data in files.items():
+            read_form_file(data, f"{source}/{file_name}", builder, fmt, PurePath(file_name).stem)
+
+    return read_file, read_files
+
+
 READERS: dict[str, Reader] = {r.name: r for r in (
     Reader("json", "nested JSON: {doc_id: document} or a list of records", read_file=_read_json),
     Reader("jsonl", "nested JSON records, one per line (Donut metadata.jsonl too)", read_file=_read_jsonl),
@@ -265,6 +279,8 @@ READERS: dict[str, Reader] = {r.name: r for r in (
     Reader("kieval-csv", "the official KIEval tool's CSV directories", read_files=_read_kieval_csv),
     Reader("iob2", "IOB2 token/tag lines (.bio)", read_file=_read_iob2, read_files=_read_iob2_dir),
     Reader("lists", "parallel |-separated lists (--related-fields)", read_file=_read_lists),
+    Reader("funsd", "FUNSD form annotations, one JSON per document (boxes)", *_form_reader("funsd")),
+    Reader("docile", "DocILE invoice annotations, one JSON per document (boxes)", *_form_reader("docile")),
 )}
 #: Format names accepted by ``--format`` and the app's override.
 FORMATS = ("auto", *READERS)
@@ -360,6 +376,8 @@ def detect_file_format(data: bytes, suffix: str, source: str) -> str:
     if suffix in _IOB2_SUFFIXES:
         return "iob2"
     head = data.lstrip()[:1]
+    if suffix == ".json" and (form := sniff_form(data)) is not None:
+        return form
     if suffix == ".json" or (head == b"[" and suffix != ".jsonl"):
         return "json"
     if suffix in (".jsonl", ".ndjson") or head == b"{":
@@ -381,7 +399,8 @@ def detect_directory_format(files: Mapping[str, bytes], source: str) -> str:
     if suffixes <= {".csv", ".tsv", ".txt"}:
         return "kieval-csv"
     if suffixes <= {".json", ".txt", ".md"} and ".json" in suffixes:
-        return "json-dir"
+        first = next(data for f, data in files.items() if f.lower().endswith(".json"))
+        return sniff_form(first) or "json-dir"
     if suffixes <= set(_IOB2_SUFFIXES):
         return "iob2"
     msg = f"cannot tell the format of a directory holding {', '.join(sorted(suffixes))} files"

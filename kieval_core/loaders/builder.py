@@ -25,6 +25,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..errors import KievalInputError
+from ..locations import LOCATION_COLUMNS, Location, LocationProblems
 from ..model import ENTITY_COLUMNS, NON_GROUP, Dataset
 
 #: One entity as a reader yields it: (group_type, group_key, entity_type, value, confidence).
@@ -60,6 +61,8 @@ class Columns:
         self.entity_type: list[str] = []
         self.value: list[str] = []
         self.confidence: list[float] = []
+        #: Locations by row of the chunk; most inputs have none, so they cost nothing.
+        self.locations: dict[int, Location] = {}
 
     def lists(self) -> tuple[list, ...]:
         return self.group_type, self.group_key, self.entity_type, self.value, self.confidence
@@ -71,6 +74,17 @@ class Columns:
         """Drop the entities appended after ``length`` (a reader undoing a document)."""
         for column in self.lists():
             del column[length:]
+        for row in [r for r in self.locations if r >= length]:
+            del self.locations[row]
+
+    def location_array(self) -> np.ndarray | None:
+        """The chunk's locations as an ``(n, 5)`` float array (NaN where none), or None."""
+        if not self.locations:
+            return None
+        out = np.full((len(self), len(LOCATION_COLUMNS)), np.nan)
+        rows = np.fromiter(self.locations, np.int64, len(self.locations))
+        out[rows] = np.asarray(list(self.locations.values()), np.float64)
+        return out
 
 
 @dataclass(frozen=True)
@@ -83,6 +97,7 @@ class _Chunk:
     entity_type: tuple[np.ndarray, np.ndarray]
     value: pa.Array | np.ndarray
     confidence: np.ndarray
+    location: np.ndarray | None
 
 
 def _codes(values: list) -> tuple[np.ndarray, np.ndarray]:
@@ -126,6 +141,7 @@ class DatasetBuilder:
         self.warnings: list[str] = []
         self.notes: list[str] = []
         self.table: pd.DataFrame | None = None
+        self.location_problems = LocationProblems()
         self._counts: list[int] = []  # entities of each committed document of the open chunk
         self._chunks: list[_Chunk] = []
 
@@ -151,13 +167,17 @@ class DatasetBuilder:
             self._pack()
 
     def add(self, doc_id: str, where: str, rows: Iterable[Row], structure: Any = None,
-            meta: Mapping[str, str] | None = None) -> None:
-        """A whole document from rows ``(group_type, group_key, entity_type, value, confidence)``."""
+            meta: Mapping[str, str] | None = None,
+            locations: Mapping[int, Location] | None = None) -> None:
+        """A whole document from rows ``(group_type, group_key, entity_type, value, confidence)``;
+        ``locations`` by row of ``rows``."""
         start = len(self.columns)
         rows = list(rows)
         if rows:
             for column, values in zip(self.columns.lists(), zip(*rows, strict=True), strict=True):
                 column.extend(values)
+        for row, location in (locations or {}).items():
+            self.columns.locations[start + row] = location
         try:
             self.commit(doc_id, where, start, structure, meta)
         except KievalInputError:
@@ -186,19 +206,22 @@ class DatasetBuilder:
             entity_type=_codes(columns.entity_type),
             value=_text_array(columns.value),
             confidence=np.asarray(columns.confidence, np.float64),
+            location=columns.location_array(),
         ))
         self.columns = Columns()
         self._counts = []
 
     def build(self) -> Dataset:
         table = self._entity_table() if self.table is None else self._long_table()
+        located = [c for c in LOCATION_COLUMNS if c in table.columns]
+        warning = self.location_problems.warning(self.source)
         return Dataset(
             name=self.name,
             source=self.source,
-            entities=table[list(ENTITY_COLUMNS)],
+            entities=table[[*ENTITY_COLUMNS, *located]],
             doc_ids=tuple(self.where),
             structures=self.structures or None,
-            warnings=tuple(self.warnings),
+            warnings=(*self.warnings, *([warning] if warning else [])),
             meta=meta_frame(self.meta),
             format=self.format,
             notes=tuple(self.notes),
@@ -235,6 +258,13 @@ class DatasetBuilder:
         else:
             grouped = gtypes[gtype] != "" if len(gtypes) else np.zeros(0, bool)
             group = {"group": _group_index(doc, gtype, key, grouped)}
+        located = [c.location for c in chunks]
+        if any(a is not None for a in located):
+            stacked = np.concatenate([np.full((len(c.doc), len(LOCATION_COLUMNS)), np.nan) if a is None else a
+                                      for c, a in zip(chunks, located, strict=True)])
+            locations = dict(zip(LOCATION_COLUMNS, stacked.T, strict=True))
+        else:
+            locations = {}
         return pd.DataFrame({
             "doc_id": pd.Series(np.asarray(list(self.where), dtype=object)[doc], dtype=object),
             "group_type": pd.Series(gtypes[gtype], dtype=object),
@@ -242,6 +272,7 @@ class DatasetBuilder:
             "entity_type": pd.Series(etypes[etype], dtype=object),
             "value": _value_column([c.value for c in chunks]),
             "confidence": np.concatenate([c.confidence for c in chunks]),
+            **locations,
         })
 
 

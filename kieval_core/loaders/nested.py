@@ -8,8 +8,9 @@ Mapping rules, from the root of one document's structure:
   is one group per object;
 * inside a group, nested objects and lists of objects are flattened into the same group
   with dotted types (``menu.sub.nm``); a key that already has a dot is the full type;
-* an object whose keys are exactly ``value`` and ``confidence`` (or only ``value``) is a
-  **scored leaf**, wherever it appears;
+* an object whose keys are ``value`` and any of ``confidence``, ``bbox``, ``box``,
+  ``quad``, ``polygon``, ``page`` is a **scored leaf**, wherever it appears; its location
+  (SPEC 6.7, :mod:`kieval_core.locations`) is kept beside the entity, never scored;
 * confidences may also come in a parallel object of the same shape (``field_confidence``).
 
 Containers (where a document's structure sits) follow two rules:
@@ -42,6 +43,7 @@ from pathlib import PurePath
 from typing import Any
 
 from ..errors import KievalInputError
+from ..locations import LOCATION_KEYS, BadLocation, LocationProblems, location_of
 from .builder import Columns, DatasetBuilder
 from .jsontext import JsonNumber, NeedsSourceText, number_text, parse_json, recover_json, scalar_text
 
@@ -53,7 +55,7 @@ CONFIDENCE_KEYS = ("field_confidence", "field_confidences", "confidences", "conf
 ID_KEYS = ("doc_id", "id", "file_name")
 #: Donut's ``metadata.jsonl``: a JSON string (or object) holding ``gt_parse``.
 DONUT_KEY = "ground_truth"
-_SCORED_LEAF_KEYS = frozenset({"value", "confidence"})
+_SCORED_LEAF_KEYS = frozenset({"value", "confidence", *LOCATION_KEYS})
 #: Deeper structures are refused: no real document needs them, and they cost stack.
 MAX_DEPTH = 64
 #: At most this many distinct record keys are named in the load report.
@@ -61,13 +63,16 @@ _NOTE_KEYS = 12
 
 
 def is_scored_leaf(node: Any) -> bool:
-    """True for ``{"value": ...}`` or ``{"value": ..., "confidence": ...}``.
+    """True for ``{"value": ...}`` with, optionally, ``confidence`` and a location.
 
     >>> is_scored_leaf({"value": "A", "confidence": 0.9}), is_scored_leaf({"nm": "A"})
     (True, False)
+    >>> is_scored_leaf({"value": "A", "bbox": [1, 2, 3, 4], "page": 1})
+    True
     """
     return (isinstance(node, dict) and "value" in node
-            and (len(node) == 1 or (len(node) == 2 and "confidence" in node)))
+            and (len(node) == 1 or (len(node) == 2 and "confidence" in node)
+                 or _SCORED_LEAF_KEYS.issuperset(node)))
 
 
 _NAN = math.nan
@@ -77,8 +82,9 @@ class _Flattener:
     """Walks one document's structure and appends its entities to ``columns``."""
 
     def __init__(self, columns: Columns, source: str, doc_id: str, aliases: Mapping[str, str],
-                 types: dict[tuple[str, str], str]) -> None:
+                 types: dict[tuple[str, str], str], problems: LocationProblems) -> None:
         self.source = source
+        self.problems = problems
         self.doc_id = doc_id
         self.aliases = aliases
         self.types = types
@@ -112,6 +118,9 @@ class _Flattener:
     def leaf(self, node: Any, conf: Any, group_type: str, group: int, entity_type: str) -> None:
         """A scalar or scored leaf (a scored leaf may hold a list of values)."""
         if is_scored_leaf(node):
+            if len(node) > 1 + ("confidence" in node):
+                self.located_leaf(node, conf, group_type, group, entity_type)
+                return
             conf = node.get("confidence", conf)
             node = node["value"]
             if type(node) is str and type(conf) is float and 0.0 <= conf <= 1.0:  # the usual scored leaf
@@ -128,6 +137,20 @@ class _Flattener:
         text = node if type(node) is str and node.strip() else scalar_text(node)
         if text is not None:
             self.emit(group_type, group, entity_type, text, confidence)
+
+    def located_leaf(self, node: dict, conf: Any, group_type: str, group: int, entity_type: str) -> None:
+        """A scored leaf with a location: every value it holds gets the location."""
+        try:
+            location = location_of(node)
+        except BadLocation as exc:
+            self.problems.add(self.doc_id, entity_type, str(exc))
+            location = None
+        before = self.n_values()
+        self.leaf({k: v for k, v in node.items() if k not in LOCATION_KEYS}, conf, group_type, group,
+                  entity_type)
+        if location is not None:
+            for row in range(before, self.n_values()):
+                self.columns.locations[row] = location
 
     def entity_type(self, prefix: str, key: str) -> str:
         """The dotted type of ``key`` under ``prefix``, aliases applied (cached)."""
@@ -205,13 +228,16 @@ def flatten_into(
     confidences: Any = None,
     aliases: Mapping[str, str] | None = None,
     types: dict[tuple[str, str], str] | None = None,
+    problems: LocationProblems | None = None,
 ) -> None:
     """Append one document's entities to ``columns``; on an error nothing is left behind.
 
-    ``types`` caches entity types across documents (it must belong to one alias map).
+    ``types`` caches entity types across documents (it must belong to one alias map);
+    ``problems`` gathers the boxes that could not be read.
     """
     start = len(columns)
-    flattener = _Flattener(columns, source, doc_id, aliases or {}, {} if types is None else types)
+    flattener = _Flattener(columns, source, doc_id, aliases or {}, {} if types is None else types,
+                           LocationProblems() if problems is None else problems)
     try:
         flattener.root(structure, confidences)
     except RecursionError:
@@ -431,7 +457,7 @@ class NestedReader:
         columns = self.builder.columns
         start = len(columns)
         flatten_into(columns, structure, source=source, doc_id=doc_id, confidences=confidences,
-                     aliases=self.aliases, types=self.types)
+                     aliases=self.aliases, types=self.types, problems=self.builder.location_problems)
         try:
             plain = plain_structure(structure) if self.builder.keep_structures else None
             self.builder.commit(doc_id, where, start, plain, meta)

@@ -1,7 +1,8 @@
 """The long table (SPEC 6.2): one row per entity, as CSV, TSV, JSONL or Parquet.
 
 Columns ``doc_id, entity, value`` and optional ``group`` (empty = non-group),
-``group_type`` and ``confidence``; declared metadata keys (``--meta``) may be columns too
+``group_type``, ``confidence`` and a location ``page, x0, y0, x1, y1`` (SPEC 6.7, never
+scored); declared metadata keys (``--meta``) may be columns too
 (one value per document). When a grouped row has no ``group_type``, the type is the
 entity type's first dotted component (``menu.nm`` -> ``menu``).
 
@@ -25,6 +26,7 @@ import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
 from ..errors import KievalInputError
+from ..locations import LOCATION_COLUMNS, LocationProblems
 from .builder import DatasetBuilder
 from .jsontext import (
     JsonNumber,
@@ -35,7 +37,7 @@ from .jsontext import (
 from .kieval_csv import PY_BLANK
 
 REQUIRED = ("doc_id", "entity", "value")
-OPTIONAL = ("group", "group_type", "confidence")
+OPTIONAL = ("group", "group_type", "confidence", *LOCATION_COLUMNS)
 DELIMITERS = {".csv": ",", ".tsv": "\t", ".tab": "\t"}
 
 
@@ -58,7 +60,7 @@ def read_table(data: bytes, source: str, suffix: str, builder: DatasetBuilder,
         table, lines = _jsonl_table(data, source)
         where = "line"
     frame, doc_ids, first, meta = table_to_entities(table, source, lines=lines, where=where,
-                                                    meta_keys=meta_keys)
+                                                    meta_keys=meta_keys, problems=builder.location_problems)
     builder.add_table(frame, doc_ids, first)
     builder.meta.update(meta)
 
@@ -168,6 +170,9 @@ def _plain_jsonl_table(data: bytes, source: str) -> tuple[pa.Table, np.ndarray] 
             inside = pc.and_(pc.greater_equal(column, 0.0), pc.less_equal(column, 1.0))
             if pc.all(inside).as_py() is False:
                 return None
+        elif key.strip().lower() in LOCATION_COLUMNS and (pa.types.is_integer(kind)
+                                                          or pa.types.is_floating(kind)):
+            column = column.cast(pa.float64())
         elif not _is_confidence(key) and (pa.types.is_string(kind) or pa.types.is_null(kind)):
             column = column.cast(pa.string())
             column = pc.if_else(pc.match_substring_regex(column, PY_BLANK), None, column)
@@ -204,12 +209,14 @@ def _blank(column: pa.ChunkedArray) -> np.ndarray:
 
 
 def table_to_entities(table: pa.Table | pd.DataFrame, source: str, *, lines: np.ndarray | None = None,
-                      where: str = "line", meta_keys: tuple[str, ...] = ()):
+                      where: str = "line", meta_keys: tuple[str, ...] = (),
+                      problems: LocationProblems | None = None):
     """Validate a long table and turn it into the builder's entity columns.
 
     ``lines`` gives the file line (or row) of every table row, for messages. Returns the
     entity frame, the document ids in input order, the first line of each document, and
-    the metadata per document.
+    the metadata per document. Location columns, when the table has any, come along
+    (boxes that cannot be read are dropped into ``problems``).
     """
     if isinstance(table, pd.DataFrame):
         table = pa.Table.from_pandas(table, preserve_index=False)
@@ -259,7 +266,54 @@ def table_to_entities(table: pa.Table | pd.DataFrame, source: str, *, lines: np.
         "doc_id": kept(doc_id), "group_type": kept(group_type), "group_key": kept(group),
         "entity_type": kept(entity), "value": kept(value), "confidence": confidence[present],
     })
+    if any(c in table.column_names for c in LOCATION_COLUMNS):
+        located = _locations(table, doc_id, entity, lines, where,
+                             LocationProblems() if problems is None else problems)
+        for name, column in zip(LOCATION_COLUMNS, located[present].T, strict=True):
+            frame[name] = column
     return frame, doc_ids, first, meta
+
+
+def _locations(table: pa.Table, doc_id: pa.ChunkedArray, entity: pa.ChunkedArray, lines: np.ndarray,
+               where: str, problems: LocationProblems) -> np.ndarray:
+    """``(rows, 5)`` locations of the columns ``page, x0, y0, x1, y1``: a row without a full
+    box keeps only its page; a box with x1 < x0 or y1 < y0, a cell that is not a number or a
+    page below 1 is dropped into ``problems`` (the entity is scored as usual)."""
+    n = table.num_rows
+    columns, unreadable = [], np.zeros(n, bool)
+    for name in LOCATION_COLUMNS:
+        if name not in table.column_names:
+            columns.append(np.full(n, np.nan))
+            continue
+        raw = table.column(name)
+        if pa.types.is_floating(raw.type) or pa.types.is_integer(raw.type):
+            numbers = pc.cast(raw, pa.float64()).to_numpy(zero_copy_only=False).astype(np.float64)
+        else:
+            text = pc.utf8_trim_whitespace(pc.fill_null(pc.cast(raw, pa.string()), ""))
+            blank = pc.equal(text, "").to_numpy(zero_copy_only=False)
+            numbers = _numbers(pc.if_else(pc.equal(text, ""), None, text))
+            unreadable |= ~blank & ~np.isfinite(numbers)
+        columns.append(numbers)
+    located = np.column_stack(columns)
+    page, box = located[:, 0], located[:, 1:]
+    full = np.isfinite(box).all(axis=1)
+    wrong = {
+        "a cell is not a number": unreadable,
+        "x1 < x0": full & (box[:, 2] < box[:, 0]),
+        "y1 < y0": full & (box[:, 3] < box[:, 1]),
+        "the page is not a whole number >= 1": ~np.isnan(page) & ((page < 1) | (page != np.floor(page))),
+    }
+    dropped = np.zeros(n, bool)
+    for problem, mask in wrong.items():
+        for row in np.flatnonzero(mask & ~dropped)[:1]:
+            at = f"{where} {int(lines[row])}"
+            problems.add(str(doc_id[int(row)]), str(entity[int(row)]), f"{problem} ({at})")
+        problems.count += max(int((mask & ~dropped).sum()) - 1, 0)
+        dropped |= mask
+    box[~full | dropped] = np.nan
+    page[dropped] = np.nan
+    page[np.isnan(page) & full & ~dropped] = 1.0
+    return np.column_stack([page, box])
 
 
 def _meta(table: pa.Table, doc_id: pa.ChunkedArray, meta_keys: tuple[str, ...], source: str,
