@@ -1,12 +1,15 @@
 """From the loaded files to what the pages read: one evaluation per content, shared.
 
 :func:`build_workspace` reads the ground truth and scores every prediction file with the
-KIEval family at once (seconds even at 10,000 receipts), from the server's
-:class:`~kieval_app.store.Store`: a file already read with the same options, or a model
-already scored against the same ground truth, is not computed again, by this session or
-any other. Peer metric families are computed in the background, one task per model,
-and join the results when they are ready (:attr:`Workspace.pending`). Pages derive their
-tables through :func:`view`, cached per (workspace, view, parameters).
+KIEval family at once (seconds even at 10,000 receipts), through the pipeline of
+:func:`kieval_core.evaluate` (``evaluate_model`` per file, ``combine`` for the result),
+from the server's :class:`~kieval_app.store.Store`: a file already read with the same
+options, or a model already scored against the same ground truth, is not computed again,
+by this session or any other (the uploads score a file to check it, so the workspace
+finds it scored). Peer metric families are computed in the background by the core's
+``peer_metrics``, one task per model, and join the results when they are ready
+(:attr:`Workspace.pending`). Pages derive their tables through :func:`view`, cached per
+(workspace, view, parameters). This module keeps only cache keys, progress and scheduling.
 
 No Streamlit here: the frame passes the store, the session id and a progress callback.
 """
@@ -21,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from kieval_core import Dataset, DecisionOptions, EvaluationResult, KievalInputError, ModelResult, load_bytes
-from kieval_core.evaluate import KeyCounts, OneSidedKey, check_overlap, evaluate_model, one_sided_keys
+from kieval_core.evaluate import KeyCounts, OneSidedKey, combine, evaluate_model, one_sided_keys, peer_metrics
 from kieval_core.peer_families import PeerFigures, needs_structures
-from kieval_core.registry import FAMILY_FUNCTIONS, resolve_families
+from kieval_core.registry import resolve_families
 from kieval_core.report import render_report
 from kieval_core.runs import SavedRun, load_run, save_run
 
@@ -69,88 +72,82 @@ class Workspace:
         return bool(self.model_names)
 
 
-def read_dataset(store: Store, source: Source, options: AppOptions, role: str, name: str) -> Dataset:
-    """A file read with the options of its role, shared by content; without the nested
-    structures (only the background peer metrics need them, and read the file again)."""
-    load_options = options.load_options(role)
+def _keep_structures(options: AppOptions) -> bool:
+    """Whether the selected peer families score the uploaded structures: the files are then
+    read with them, once, for the KIEval counts and the peer metrics alike."""
+    return needs_structures(options.peer_families, options.peer_options)
+
+
+def _dataset_key(source: Source, options: AppOptions, role: str) -> tuple:
+    return ("dataset", source.digest, source.name, options.load_options(role), _keep_structures(options))
+
+
+def read_dataset(store: Store, source: Source, options: AppOptions, role: str) -> Dataset:
+    """A file read with the options of its role (``"gt"`` or ``"pred"``), once per content
+    and options: the upload check, the scoring and the peer metrics share the copy."""
+    name = "ground truth" if role == "gt" else source.stem
 
     def read() -> Dataset:
-        return load_bytes(source.data, source.name, load_options, name=name, keep_structures=False)
+        return load_bytes(source.data, source.name, options.load_options(role), name=name,
+                          keep_structures=_keep_structures(options))
 
-    return store.get(("dataset", source.digest, source.name, load_options, name), read)
+    return store.get(_dataset_key(source, options, role), read)
 
 
-def _model_key(gt: Source, pred: Source, name: str, options: AppOptions) -> tuple:
+def _model_key(gt: Source, pred: Source, options: AppOptions) -> tuple:
     return (
         "model",
         gt.digest,
         gt.name,
         pred.digest,
         pred.name,
-        name,
         options.load_options("gt"),
         options.load_options("pred"),
         options.normalizer,
     )
 
 
-def _peer_key(gt: Source, pred: Source, name: str, options: AppOptions) -> tuple:
-    return ("peer", *_model_key(gt, pred, name, options)[1:], options.peer_families, options.peer_options)
+def _peer_key(gt: Source, pred: Source, options: AppOptions) -> tuple:
+    return ("peer", *_model_key(gt, pred, options)[1:], options.peer_families, options.peer_options)
 
 
-def check_prediction(store: Store, gt: Source, pred: Source, options: AppOptions) -> None:
-    """Refuse a prediction file that cannot be read or shares no document with the ground
-    truth (raises :class:`KievalInputError`)."""
-    gt_set = read_dataset(store, gt, options, "gt", "ground truth")
-    check_overlap(gt_set, read_dataset(store, pred, options, "pred", pred.stem))
+def score(store: Store, gt: Source, pred: Source, options: AppOptions) -> tuple[ModelResult, KeyCounts]:
+    """One prediction file scored with the KIEval family by the core's
+    :func:`~kieval_core.evaluate.evaluate_model` (named after the file's stem), and its keys
+    (for the one-sided-key warnings); shared by content.
 
+    Raises :class:`~kieval_core.KievalInputError` for a file that cannot be read, and its
+    subclass :class:`~kieval_core.NoCommonDocuments` for one that shares no document with
+    the ground truth: the uploads call it to check a file, so the workspace finds it scored.
+    """
 
-def score(
-    store: Store, gt: Source, pred: Source, name: str, options: AppOptions
-) -> tuple[ModelResult, KeyCounts]:
-    """One model scored with the KIEval family, and its keys (for the one-sided-key
-    warnings); shared by content."""
-
-    def compute():
-        gt_set = read_dataset(store, gt, options, "gt", "ground truth")
-        pred_options = options.load_options("pred")
-        pred_set = load_bytes(pred.data, pred.name, pred_options, name=name, keep_structures=False)
-        model = evaluate_model(gt_set, pred_set, name=name, normalizer=options.normalizer)
+    def compute() -> tuple[ModelResult, KeyCounts]:
+        gt_set = read_dataset(store, gt, options, "gt")
+        pred_set = read_dataset(store, pred, options, "pred")
+        model = evaluate_model(gt_set, pred_set, name=pred.stem, normalizer=options.normalizer)
         return model, KeyCounts.of(pred_set)
 
-    return store.get(_model_key(gt, pred, name, options), compute)
+    return store.get(_model_key(gt, pred, options), compute)
 
 
-def _peer_work(gt: Source, pred: Source, name: str, options: AppOptions) -> Callable[[Task], dict]:
-    """Background work: every selected peer family of one model, one checkpoint per family."""
+def _peer_work(store: Store, gt: Source, pred: Source, options: AppOptions) -> Callable[[Task], dict]:
+    """Background work: the core's peer metrics of one prediction file, one checkpoint per family."""
 
     def work(task: Task) -> dict[str, PeerFigures] | Failed:
+        def step(done: int, total: int) -> None:
+            task.progress(done, total)
+            if done < total:
+                task.checkpoint()
+
         try:
-            return compute(task)
+            gt_set = read_dataset(store, gt, options, "gt")
+            pred_set = read_dataset(store, pred, options, "pred")
+            return peer_metrics(gt_set, pred_set, options.peer_families, options.peer_options, step)
         except TaskCancelled:
             raise
         except Exception as exc:  # kept as the outcome, shown once, never retried in a loop
-            return Failed(f"{name}: the peer metrics could not be computed ({type(exc).__name__}: {exc})")
-
-    def compute(task: Task) -> dict[str, PeerFigures]:
-        keep = needs_structures(options.peer_families, options.peer_options)
-        gt_set = load_bytes(gt.data, gt.name, options.load_options("gt"), name="ground truth",
-                            keep_structures=keep)
-        pred_set = load_bytes(pred.data, pred.name, options.load_options("pred"), name=name,
-                              keep_structures=keep)
-        ids = set(gt_set.doc_ids)
-        entities = pred_set.entities[pred_set.entities["doc_id"].isin(ids)].reset_index(drop=True)
-        pred_set = dataclasses.replace(
-            pred_set, entities=entities, doc_ids=tuple(d for d in pred_set.doc_ids if d in ids)
-        )
-        figures = {}
-        families = options.peer_families
-        for i, family in enumerate(families):
-            task.progress(i, len(families))
-            task.checkpoint()
-            figures[family] = FAMILY_FUNCTIONS[family](gt_set, pred_set, options.peer_options)
-        task.progress(len(families), len(families))
-        return figures
+            problem = f"{type(exc).__name__}: {exc}"
+            return Failed(f"{pred.name}: the peer metrics could not be computed ({problem})")
 
     return work
 
@@ -177,41 +174,40 @@ def build_workspace(
         store.hold(session, ())
         return Workspace(sources, options, None, ("No ground truth loaded.",), key)
     gt = sources.gt
-    held: list[Hashable] = [("dataset", gt.digest, gt.name, options.load_options("gt"), "ground truth")]
+    held: list[Hashable] = [_dataset_key(gt, options, "gt")]
     try:
         progress(0.0, f"Reading {gt.name}")
-        gt_set = read_dataset(store, gt, options, "gt", "ground truth")
+        gt_set = read_dataset(store, gt, options, "gt")
     except Exception as exc:
         store.hold(session, ())
         return Workspace(sources, options, None, (read_message(gt, exc),), key)
     models: dict[str, ModelResult] = {}
-    root_keys = {}
+    keys: dict[str, KeyCounts] = {}
     problems, pending = [], []
     names = sources.model_names()
     for i, (name, pred) in enumerate(zip(names, sources.predictions, strict=True)):
         progress((i + 0.5) / (len(names) + 0.5), f"Scoring {name} ({i + 1} of {len(names)})")
         try:
-            model, root_keys[name] = score(store, gt, pred, name, options)
+            model, keys[name] = score(store, gt, pred, options)
         except Exception as exc:
             problems.append(read_message(pred, exc))
             continue
-        held.append(_model_key(gt, pred, name, options))
+        held.append(_model_key(gt, pred, options))
+        peer = {}
         if options.peer_families:
-            peer_key = _peer_key(gt, pred, name, options)
+            peer_key = _peer_key(gt, pred, options)
             held.append(peer_key)
             figures = store.peek(peer_key)
             if figures is None:
-                pending.append(store.submit(peer_key, name, _peer_work(gt, pred, name, options)))
+                pending.append(store.submit(peer_key, name, _peer_work(store, gt, pred, options)))
             elif isinstance(figures, Failed):
                 problems.append(figures.message)
             else:
-                model = dataclasses.replace(model, peer=figures)
-        models[name] = model
+                peer = figures
+        models[name] = dataclasses.replace(model, name=name, peer=peer)
     store.hold(session, held)
-    families = resolve_families(options.families)
-    one_sided = tuple(one_sided_keys(KeyCounts.of(gt_set), root_keys))
-    warnings = tuple(k.message for k in one_sided)
-    result = EvaluationResult(gt_set, models, options.normalizer, families, warnings)
+    result = combine(gt_set, models, keys, options.normalizer, resolve_families(options.families))
+    one_sided = tuple(one_sided_keys(KeyCounts.of(gt_set), keys))
     return Workspace(sources, options, result, tuple(problems), key, tuple(pending), one_sided)
 
 

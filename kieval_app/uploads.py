@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from kieval_core import NoCommonDocuments
+
 from . import compute
 from .session import MESSAGES, PENDING, REFUSED, SOURCES, UPLOADER, store, upload_limit_mb
 from .sources import AppOptions, Source, Sources, sample_sources
@@ -80,18 +82,18 @@ def process_pending(options: AppOptions, show) -> None:
         show(i / len(pending), f"Reading {source.name} ({file_size(source.size)})")
         try:
             if role == "gt":
-                compute.read_dataset(shared, source, options, "gt", "ground truth")
+                compute.read_dataset(shared, source, options, "gt")
                 sources, refused, notes = _new_ground_truth(sources, source, refused, options)
                 messages += [("success", f"{source.name}: loaded as the ground truth"), *notes]
                 continue
-            if sources.gt is not None:
-                compute.check_prediction(shared, sources.gt, source, options)
+            if sources.gt is not None:  # scored now (cached): the workspace finds it scored
+                compute.score(shared, sources.gt, source, options)
             sources = sources.with_predictions((source,))
             refused = [(s, m) for s, m in refused if s.name != source.name]
             messages.append(("success", f"{source.name}: loaded"))
         except Exception as exc:  # one clear message per file; never a traceback
             message = compute.read_message(source, exc)
-            if role == "pred" and "no document in common" in message:
+            if role == "pred" and isinstance(exc, NoCommonDocuments):
                 refused = [(s, m) for s, m in refused if s.name != source.name] + [(source, message)]
                 message += " It is kept aside and checked again when the ground truth changes."
             messages.append(("error", f"refused: {message}"))
@@ -106,7 +108,7 @@ def _new_ground_truth(sources: Sources, gt: Source, refused: list, options: AppO
     kept, still_refused, notes = [], [], []
     for pred in candidates:
         try:
-            compute.check_prediction(store(), gt, pred, options)
+            compute.score(store(), gt, pred, options)
         except Exception as exc:
             still_refused.append((pred, compute.read_message(pred, exc)))
             notes.append(("warning", f"{pred.name}: set aside, it does not fit the new ground truth"))

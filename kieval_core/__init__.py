@@ -3,7 +3,7 @@
 __version__ = "0.1.0"
 
 from .decisions import DecisionOptions
-from .errors import KievalInputError, KievalOptionError, UndefinedMetricWarning
+from .errors import KievalInputError, KievalOptionError, NoCommonDocuments, UndefinedMetricWarning
 from .evaluate import evaluate
 from .loaders import FORMATS, LoadOptions, load, load_bytes
 from .model import Dataset
@@ -24,6 +24,7 @@ __all__ = [
     "KievalInputError",
     "KievalOptionError",
     "LoadOptions",
+    "NoCommonDocuments",
     "Normalizer",
     "PeerOptions",
     "UndefinedMetricWarning",

@@ -27,6 +27,13 @@ class KievalInputError(ValueError):
         return type(self), (self.source, self.where, self.problem)
 
 
+class NoCommonDocuments(KievalInputError):
+    """A prediction set sharing no document with the ground truth: almost always the
+    wrong file (or ids written differently). The app keeps such a file aside and checks it
+    again when the ground truth changes, so it is recognised by this type.
+    """
+
+
 class KievalOptionError(ValueError):
     """An option that cannot be used (unknown name, value out of range, wrong direction)."""
 

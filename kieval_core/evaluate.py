@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .engine import Counted, count
-from .errors import KievalInputError, KievalOptionError
+from .errors import KievalOptionError, NoCommonDocuments
 from .loaders import LoadOptions, load
 from .model import Dataset
 from .normalize import Normalizer
-from .peer_families import PeerOptions, needs_structures
-from .registry import compute_peer, resolve_families
+from .peer_families import PeerFigures, PeerOptions, needs_structures
+from .registry import PeerStep, compute_peer, resolve_families
 from .results import EvaluationResult, ModelResult
 from .review import ReviewModel
 from .tally import Tally
@@ -116,8 +116,15 @@ def evaluate(
                                       peer_options=peer_options)
         report(3 + 2 * i, steps, f"scored {name}")
     keys = {name: KeyCounts.of(pred) for name, pred in preds.items()}
-    warnings = tuple(k.message for k in one_sided_keys(KeyCounts.of(gt_set), keys))
-    return EvaluationResult(gt_set, models, normalizer, families, warnings)
+    return combine(gt_set, models, keys, normalizer, families)
+
+
+def combine(gt: Dataset, models: Mapping[str, ModelResult], keys: Mapping[str, KeyCounts],
+            normalizer: Normalizer, families: tuple[str, ...]) -> EvaluationResult:
+    """The evaluation of the scored models (``keys``: each model's :class:`KeyCounts`, for the
+    warnings about keys present on one side only)."""
+    warnings = tuple(k.message for k in one_sided_keys(KeyCounts.of(gt), keys))
+    return EvaluationResult(gt, dict(models), normalizer, families, warnings)
 
 
 def unique_name(name: str, taken: Mapping[str, object]) -> None:
@@ -157,16 +164,32 @@ def score(gt: Dataset, pred: Dataset, normalizer: Normalizer) -> Scored:
     """Restrict the predictions to the GT documents and count them. Every figure of a
     document depends on that document alone, so scoring disjoint sets of documents apart
     and merging the tallies gives the figures of the whole (a distributed run)."""
+    restricted = restrict(gt, pred)
     gt_ids = set(gt.doc_ids)
     pred_ids = set(pred.doc_ids)
     missing = tuple(sorted(d for d in gt.doc_ids if d not in pred_ids))
     unknown = tuple(sorted(d for d in pred.doc_ids if d not in gt_ids))
-    entities = pred.entities
-    if unknown:
-        entities = entities[entities["doc_id"].isin(gt_ids)]
-    restricted = Dataset(pred.name, pred.source, entities.reset_index(drop=True),
-                         tuple(d for d in pred.doc_ids if d in gt_ids), pred.structures, pred.warnings)
     return Scored(count(gt, restricted, normalizer), restricted, missing, unknown)
+
+
+def restrict(gt: Dataset, pred: Dataset) -> Dataset:
+    """The predictions of the GT documents only: a predicted document absent from the
+    ground truth is left out of every figure (and named in the warnings)."""
+    gt_ids = set(gt.doc_ids)
+    entities = pred.entities
+    if not gt_ids.issuperset(pred.doc_ids):
+        entities = entities[entities["doc_id"].isin(gt_ids)]
+    return Dataset(pred.name, pred.source, entities.reset_index(drop=True),
+                   tuple(d for d in pred.doc_ids if d in gt_ids), pred.structures, pred.warnings)
+
+
+def peer_metrics(gt: Dataset, pred: Dataset, families: Sequence[str], peer_options: PeerOptions,
+                 step: PeerStep | None = None) -> dict[str, PeerFigures]:
+    """The peer-metric families of one prediction set, restricted to the GT documents, as
+    :func:`evaluate_model` computes them; apart from the KIEval counts, so a caller can
+    compute them later (the app does, in the background; ``step`` reports each family and
+    may stop the work by raising)."""
+    return compute_peer(families, gt, restrict(gt, pred), peer_options, step)
 
 
 def model_warnings(loaded: Sequence[str], missing: Sequence[str], unknown: Sequence[str],
@@ -201,12 +224,12 @@ def check_overlap(gt: Dataset, pred: Dataset) -> None:
 
 
 def no_common_documents(gt_source: str, gt_ids: Sequence[str], pred_source: str,
-                        pred_ids: Sequence[str]) -> KievalInputError:
+                        pred_ids: Sequence[str]) -> NoCommonDocuments:
     """The error of a prediction set sharing no document with the ground truth."""
     msg = (f"no document in common with the ground truth {gt_source} (predicted ids such "
            f"as {preview(sorted(pred_ids), 3)}; ground-truth ids such as "
            f"{preview(sorted(gt_ids), 3)})")
-    return KievalInputError(pred_source, None, msg)
+    return NoCommonDocuments(pred_source, None, msg)
 
 
 @dataclass(frozen=True)

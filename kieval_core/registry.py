@@ -232,7 +232,20 @@ def resolve_families(names: Sequence[str] | str) -> tuple[str, ...]:
     return chosen if "kieval" in chosen else ("kieval", *chosen)
 
 
-def compute_peer(families: Sequence[str], gt: Dataset, pred: Dataset,
-                 options: PeerOptions) -> dict[str, PeerFigures]:
-    """Peer-metric results of the selected families, keyed by family."""
-    return {f: FAMILY_FUNCTIONS[f](gt, pred, options) for f in families if f in FAMILY_FUNCTIONS}
+#: Called as ``step(done, total)`` before each peer family and once at the end.
+PeerStep = Callable[[int, int], None]
+
+
+def compute_peer(families: Sequence[str], gt: Dataset, pred: Dataset, options: PeerOptions,
+                 step: PeerStep | None = None) -> dict[str, PeerFigures]:
+    """Peer-metric results of the selected families, keyed by family (``pred`` holds the
+    predictions of GT documents only)."""
+    chosen = [f for f in families if f in FAMILY_FUNCTIONS]
+    figures = {}
+    for i, family in enumerate(chosen):
+        if step is not None:
+            step(i, len(chosen))
+        figures[family] = FAMILY_FUNCTIONS[family](gt, pred, options)
+    if step is not None:
+        step(len(chosen), len(chosen))
+    return figures

@@ -19,7 +19,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_partitions import corpus
 
-from kieval_core import DecisionOptions, KievalInputError, KievalOptionError, LoadOptions, evaluate, load
+from kieval_core import (
+    DecisionOptions,
+    KievalInputError,
+    KievalOptionError,
+    LoadOptions,
+    NoCommonDocuments,
+    evaluate,
+    load,
+)
 from kieval_core.cli import main
 from kieval_core.report import report_json
 from kieval_core.runs import load_run
@@ -160,7 +168,7 @@ def test_bad_input_is_reported_as_locally(client, tmp_path):
     (tmp_path / "gt" / "b.jsonl").write_text(json.dumps({"doc_id": "a", "fields": {"x": "2"}}) + "\n")
     with pytest.raises(KievalInputError, match=r"'a' appears twice \(a.jsonl line 1 and b.jsonl line 1\)"):
         evaluate(tmp_path / "gt", SAMPLE_DATA / "sim_weak.jsonl", engine="dask", client=client)
-    with pytest.raises(KievalInputError, match="no document in common"):
+    with pytest.raises(NoCommonDocuments, match="no document in common"):
         evaluate(SAMPLE_DATA / "cord_v2_gt.jsonl", tmp_path / "gt" / "a.jsonl", engine="dask", client=client)
     (tmp_path / "whole.json").write_text(json.dumps({"a": {"x": "1"}}))
     with pytest.raises(KievalInputError, match="format json cannot be read in shards"):

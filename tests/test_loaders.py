@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from builders import write_jsonl
 
-from kieval_core import KievalInputError, LoadOptions, load, load_bytes
+from kieval_core import KievalInputError, LoadOptions, NoCommonDocuments, evaluate, load, load_bytes
 from kieval_core.cli import main
 from kieval_core.loaders.nested import flatten_document
 
@@ -259,6 +259,9 @@ def test_no_document_in_common(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "pred.jsonl: no document in common" in err
     assert "predicted ids such as b;" in err and "ground-truth ids such as a)" in err
+    with pytest.raises(NoCommonDocuments) as raised:  # its own type: the app keeps such a file aside
+        evaluate(gt, pred)
+    assert isinstance(raised.value, KievalInputError) and raised.value.source == str(pred)
 
 
 def test_parallel_lists_format(tmp_path, capsys):

@@ -12,12 +12,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kieval_app import automation, compare, documents, error_analysis, guide, overview
+from kieval_app import automation, compare, compute, documents, error_analysis, guide, overview
 from kieval_app.diff import diff_html, table_html
+from kieval_app.sources import AppOptions, Source, sample_sources
 from kieval_app.store import Store, TaskCancelled, approximate_size
-from kieval_core import evaluate, load_bytes
+from kieval_core import DecisionOptions, NoCommonDocuments, evaluate, load_bytes
 from kieval_core import registry as metric_registry
 from kieval_core.compare import paired_bootstrap, per_document
+from kieval_core.report import report_json
 from kieval_core.results import corrections_table, top_confusions
 
 # --- overview -----------------------------------------------------------------------------
@@ -315,3 +317,64 @@ def test_a_server_that_exits_early_is_reported_with_its_output():
         process.wait(timeout=30)
         with pytest.raises(RuntimeError, match="exited early:\nno such app"):
             wait_healthy("http://127.0.0.1:9/", process, timeout=30, log=log)
+
+
+# --- one scoring path ------------------------------------------------------------------------
+
+
+def _without_sources(node):
+    """A report without its file names (the app names a directory as its .zip)."""
+    if isinstance(node, dict):
+        return {k: _without_sources(v) for k, v in node.items() if k != "source"}
+    if isinstance(node, list):
+        return [_without_sources(v) for v in node]
+    return node
+
+
+def _settled_workspace(store, sources, options):
+    ws = compute.build_workspace(store, "s", sources, options)
+    for task in ws.pending:
+        task.future.result(timeout=120)
+    ws = compute.build_workspace(store, "s", sources, options)
+    assert not ws.pending and not ws.problems
+    return ws
+
+
+def test_the_app_reports_what_evaluate_reports(all_families):
+    """The app scores through the core's pipeline: with every family (the peer metrics
+    computed in the background), its report is the API's, file names apart."""
+    sources = sample_sources("simulated")
+    options = AppOptions(families=tuple(metric_registry.FAMILIES))
+    ws = _settled_workspace(Store(), sources, options)
+    decisions = DecisionOptions(resamples=50)
+    assert _without_sources(json.loads(report_json(ws.result, decisions))) == _without_sources(
+        json.loads(report_json(all_families, decisions))
+    )
+
+
+def test_each_upload_is_read_once(monkeypatch):
+    """The upload check scores the file (through the core), the workspace and the peer
+    metrics find what it read: every file is parsed once per set of options."""
+    reads = []
+
+    def counting_load_bytes(data, source, *args, **kwargs):
+        reads.append(source)
+        return load_bytes(data, source, *args, **kwargs)
+
+    monkeypatch.setattr(compute, "load_bytes", counting_load_bytes)
+    store = Store(idle_bytes=10**9)
+    sample = sample_sources("simulated")
+    options = AppOptions(families=("kieval", "anls_star", "oi"))
+    compute.read_dataset(store, sample.gt, options, "gt")  # as the uploads check a ground truth
+    for pred in sample.predictions:
+        compute.score(store, sample.gt, pred, options)  # as the uploads check a prediction file
+    ws = _settled_workspace(store, sample, options)
+    assert sorted(reads) == sorted([sample.gt.name, *(p.name for p in sample.predictions)])
+    assert set(ws.result.models["simulated-weak"].peer) == {"anls_star", "oi"}
+
+
+def test_a_file_sharing_no_document_is_refused_by_type():
+    sample = sample_sources("simulated")
+    stranger = Source.of("stranger.jsonl", json.dumps({"doc_id": "zz", "total": "1"}).encode())
+    with pytest.raises(NoCommonDocuments, match="no document in common"):
+        compute.score(Store(), sample.gt, stranger, AppOptions())
