@@ -2,6 +2,7 @@
 
 __version__ = "0.1.0"
 
+from .accumulator import Accumulator
 from .decisions import DecisionOptions
 from .errors import KievalInputError, KievalOptionError, NoCommonDocuments, UndefinedMetricWarning
 from .evaluate import evaluate
@@ -15,6 +16,7 @@ from .review import Costs
 
 __all__ = [
     "FORMATS",
+    "Accumulator",
     "Costs",
     "Dataset",
     "DecisionOptions",

@@ -13,6 +13,8 @@ from commands import kieval_command
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text("utf-8")
 BLOCKS = re.findall(r"```(\w+)\n(.*?)```", README, re.DOTALL)
+#: Python blocks marked as tested (an HTML comment right before them), run in order.
+TESTED = re.findall(r"<!-- tested[^>]*-->\n```python\n(.*?)```", README, re.DOTALL)
 
 
 def _commands(kind: str) -> list[tuple[str, str | None]]:
@@ -52,3 +54,12 @@ def test_the_ci_entry_point_runs_both_readme_commands_in_a_fresh_venv():
     assert f'"{first}"' in ci and second in ci
     assert "python3 -m venv" in ci and "/venv/bin/activate" in ci
     assert ci.index("/venv/bin/activate") < ci.index(first) < ci.index(second)
+
+
+def test_the_tested_python_blocks_run(tmp_path, monkeypatch):
+    assert TESTED, "the README marks no Python block as tested"
+    os.symlink(ROOT / "sample_data", tmp_path / "sample_data")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    for block in TESTED:
+        exec(compile(block, "README.md", "exec"), namespace)
