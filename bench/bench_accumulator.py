@@ -89,7 +89,8 @@ def main() -> None:
         t_eval = best_of(min(args.repeat, 3), lambda: evaluate(files["gt"], {"model": files["model"]}))
         expected = evaluate(files["gt"], {"model": files["model"]}).models["model"]
     got = acc.compute().models["model"]
-    assert (got.entity, got.corrections, got.aligned) == (expected.entity, expected.corrections, expected.aligned)
+    assert (got.entity, got.corrections, got.aligned) == (
+        expected.entity, expected.corrections, expected.aligned)
     print(f"{n:,} receipts ({sum(map(len, map(json.dumps, gt))) / 2**20:.1f} MiB of GT JSON), best of "
           f"{args.repeat}")
     print(f"bare loop appending both dicts   {t_floor * 1e6 / n:6.2f} µs per document")
@@ -97,7 +98,8 @@ def main() -> None:
           f"({t_one / t_floor:.1f}x the bare loop)")
     print(f"update(), batches of 32          {t_batch * 1e6 / n:6.2f} µs per document")
     print(f"compute()                        {t_compute:6.2f} s")
-    print(f"evaluate() on the same JSON files {t_eval:6.2f} s (compute / evaluate: {t_compute / t_eval:.2f}x)")
+    print(f"evaluate() on the same JSON files {t_eval:6.2f} s "
+          f"(compute / evaluate: {t_compute / t_eval:.2f}x)")
     print(f"update + compute per document    {(t_one + t_compute) * 1e6 / n:6.0f} µs")
 
 
