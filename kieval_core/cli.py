@@ -16,16 +16,18 @@ from pathlib import Path
 
 import pandas as pd
 
-from .decisions import DecisionOptions
+from .decisions import MAX_RESAMPLES, DecisionOptions
 from .errors import KievalInputError, KievalOptionError, UndefinedMetricWarning
 from .evaluate import ENGINES, evaluate
 from .loaders import FORMATS, LoadOptions
 from .normalize import Normalizer
+from .outputs import Interrupted, OutputSet, StagedFile, stop_on_signals
 from .peer_families import STRUCTURES, PeerOptions
 from .registry import FAMILIES, METRICS, Metric
 from .report import DECISION_ROWS, WHOLE_ROWS, render_report, summary_frame, value_at
 from .review import Costs
-from .runs import digest, load_run, save_run
+from .runs import RunStage, digest, load_run
+from .safe_text import CSV_FORMULAS, for_csv, for_terminal
 from .shards import input_name
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_GATE = 0, 1, 2, 3
@@ -92,14 +94,20 @@ def _parser() -> argparse.ArgumentParser:
                         help="review=1, document=0, substitution=10, addition=10, deletion=10 "
                              "(escaped=V sets all three error kinds); defaults as shown")
     decide.add_argument("--bootstrap", type=int, default=1000, metavar="N",
-                        help="bootstrap resamples for intervals (default 1000; 0 turns them off)")
+                        help=f"bootstrap resamples for intervals (default 1000, at most {MAX_RESAMPLES:,}; "
+                             "0 turns them off)")
     decide.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and holdout split")
     out = ev.add_argument_group("outputs and gates")
     out.add_argument("--json", type=Path, metavar="OUT", help="write the JSON report here")
     out.add_argument("--errors-csv", type=Path, metavar="OUT", help="write every error here")
+    out.add_argument("--csv-formulas", default="escape", choices=CSV_FORMULAS,
+                     help="escape (default): a cell beginning with = + - @ tab or CR gets a leading ' so a "
+                          "spreadsheet shows it as text; keep: write cells as they are (for pipelines)")
     out.add_argument("--save-run", type=Path, metavar="DIR",
                      help="save the run (figures, errors, matchings, curves; Parquet and a manifest) for "
-                          "'kieval dashboard DIR'")
+                          "'kieval dashboard DIR'; replaces an earlier run there, whole")
+    out.add_argument("--force", action="store_true",
+                     help="let --save-run replace a directory that holds other files (they are deleted)")
     out.add_argument("--gate", action="append", default=[], metavar="'KEY>=V'",
                      help="exit 3 unless KEY (e.g. kieval.aligned>=0.8, oi.oiecer<=0.2) holds for "
                           "every model; the operator must follow the metric's direction")
@@ -249,34 +257,46 @@ def _evaluate(args: argparse.Namespace) -> int:
     peer = PeerOptions(args.cer_threshold, args.peer_structure)
     engine = {}
     if args.engine == "dask":  # the workers write the detail and return the errors, if asked
-        engine = {"engine": "dask", "scheduler": args.scheduler, "run_dir": args.save_run,
-                  "errors": args.errors_csv is not None}
+        engine = {"engine": "dask", "scheduler": args.scheduler, "errors": args.errors_csv is not None}
     elif args.scheduler is not None:
         raise KievalOptionError("--scheduler needs --engine dask")
-    progress = _Progress()
-    with warnings.catch_warnings(record=True) as caught:  # undefined scores, shown once below
-        warnings.simplefilter("always", UndefinedMetricWarning)
-        result = evaluate(args.gt, _predictions(args.pred), normalizer=normalizer, metrics=args.metrics,
-                          load_options=options, progress=progress, peer_options=peer, **engine)
-        report = render_report(result, decisions)
-        progress.close()
-        summary = _format_summary(summary_frame(result, report.figures))
-    undefined = [str(w.message) for w in caught if issubclass(w.category, UndefinedMetricWarning)]
-    print(summary)
-    for warning in [*result.all_warnings, *dict.fromkeys(undefined)]:
-        print(f"warning: {warning}", file=sys.stderr)
-    if args.json:
-        args.json.write_text(report.text, encoding="utf-8")
-    if args.save_run:
-        save_run(result, args.save_run, report.text, _inputs(args.gt, args.pred), _options(args))
-    if args.errors_csv:
-        frames = [m.errors.assign(model=name) for name, m in result.models.items()]
-        errors = pd.concat(frames, ignore_index=True)
-        errors[["model", *errors.columns[:-1]]].to_csv(args.errors_csv, index=False)
+    with OutputSet() as outputs:  # every output is staged before the work starts, then committed together
+        json_out = outputs.add(StagedFile(args.json, "--json")) if args.json else None
+        csv_out = outputs.add(StagedFile(args.errors_csv, "--errors-csv")) if args.errors_csv else None
+        run = outputs.add(RunStage(args.save_run, force=args.force)) if args.save_run else None
+        if run is not None and args.engine == "dask":
+            engine["run_dir"] = run.path
+        progress = _Progress()
+        with warnings.catch_warnings(record=True) as caught:  # undefined scores, shown once below
+            warnings.simplefilter("always", UndefinedMetricWarning)
+            result = evaluate(args.gt, _predictions(args.pred), normalizer=normalizer, metrics=args.metrics,
+                              load_options=options, progress=progress, peer_options=peer, **engine)
+            report = render_report(result, decisions)
+            progress.close()
+            summary = _format_summary(summary_frame(result, report.figures))
+        undefined = [str(w.message) for w in caught if issubclass(w.category, UndefinedMetricWarning)]
+        print("\n".join(for_terminal(line) for line in summary.splitlines()))
+        for warning in [*result.all_warnings, *dict.fromkeys(undefined)]:
+            _say(f"warning: {warning}")
+        if json_out is not None:
+            json_out.path.write_text(report.text, encoding="utf-8")
+        if run is not None:
+            run.write(result, report.text, _inputs(args.gt, args.pred), _options(args))
+        if csv_out is not None:
+            frames = [m.errors.assign(model=name) for name, m in result.models.items()]
+            errors = pd.concat(frames, ignore_index=True)
+            table = for_csv(errors[["model", *errors.columns[:-1]]], args.csv_formulas)
+            table.to_csv(csv_out.path, index=False)
+        outputs.commit()
     failures = _failures(report.figures, gates)
     for failure in failures:
-        print(f"gate failed: {failure}", file=sys.stderr)
+        _say(f"gate failed: {failure}")
     return EXIT_GATE if failures else EXIT_OK
+
+
+def _say(line: str) -> None:
+    """One line on stderr; text from the inputs in it cannot act on the terminal."""
+    print(for_terminal(line), file=sys.stderr)
 
 
 def _inputs(gt: str, preds: list[str]) -> dict:
@@ -342,24 +362,27 @@ def main(argv: list[str] | None = None) -> int:
         argv, server_options = split_server_options(argv)
     args = parser.parse_args(argv)
     try:
-        if args.command == "evaluate":
-            return _evaluate(args)
-        if args.command == "dashboard":
-            return _dashboard(args, server_options)
-        return _list_metrics()
+        with stop_on_signals():
+            if args.command == "evaluate":
+                return _evaluate(args)
+            if args.command == "dashboard":
+                return _dashboard(args, server_options)
+            return _list_metrics()
+    except Interrupted as stop:  # SIGINT / SIGTERM: what was not finished was removed
+        _say(f"kieval: stopped by {stop}; outputs not yet complete were not written")
+        return stop.exit_code
     except BrokenPipeError:  # the reader went away (kieval ... | head): stop quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
     except (KievalInputError, KievalOptionError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        _say(f"error: {exc}")
         return EXIT_INPUT
     except OSError as exc:  # an output path that cannot be written
-        print(f"error: {exc}", file=sys.stderr)
+        _say(f"error: {exc}")
         return EXIT_INPUT
     except Exception as exc:  # the last line of defence: no traceback for users
-        print(f"internal error: {type(exc).__name__}: {exc}. Please report it with the input "
-              "that caused it.", file=sys.stderr)
+        _say(f"internal error: {type(exc).__name__}: {exc}. Please report it with the input that caused it.")
         return EXIT_INTERNAL
 
 

@@ -127,9 +127,11 @@ def evaluate_dask(
         are, otherwise one partition per :data:`ROWS_PER_PARTITION` rows (at least one per
         worker thread).
     run_dir
-        A saved run's directory (``--save-run``): every partition writes its detail
-        (``models/<i>/detail/part-<k>/``) and GT entities there; complete the run with
-        :func:`kieval_core.runs.save_run`.
+        Where the partitions of a saved run go: every partition writes its detail
+        (``models/<i>/detail/part-<k>/``) and GT entities there. Pass a
+        :class:`kieval_core.runs.RunStage`'s ``path`` and complete it with its ``write``
+        and ``commit`` (as ``--save-run`` does), or a directory that
+        :func:`kieval_core.runs.save_run` then completes.
     errors
         Keep every error (``ModelResult.errors``): the partitions' error tables,
         concatenated in the local engine's order on the client.

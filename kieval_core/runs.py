@@ -26,6 +26,7 @@ cluster.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import shutil
@@ -41,9 +42,10 @@ import pyarrow.parquet as pq
 
 from . import __version__
 from .engine import STATUSES, Counted
-from .errors import KievalInputError
+from .errors import KievalInputError, KievalOptionError
 from .model import Dataset, DatasetSummary
 from .normalize import Normalizer
+from .outputs import DirectoryLock, replace_directory, staging_directory
 from .peer_families import PeerFigures
 from .results import EvaluationResult, ModelResult
 from .review import ReviewModel
@@ -127,17 +129,123 @@ def save_tally(tally: Tally, directory: Path) -> dict:
     return {"doc_ids": list(review.doc_ids), "entity_types": list(review.entity_types)}
 
 
+def is_saved_run(directory: Path) -> bool:
+    """Whether ``directory`` holds a run (a manifest that says so), whole or not."""
+    try:
+        manifest = json.loads((directory / "manifest.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(manifest, dict) and "kieval_run" in manifest
+
+
+def check_run_destination(directory: Path, force: bool = False) -> None:
+    """A run may replace nothing, an empty directory or an earlier run; anything else
+    only with ``force`` (``--force``), and never a file."""
+    if not directory.exists():
+        return
+    if not directory.is_dir():
+        raise KievalOptionError(f"--save-run {directory}: is a file, not a directory")
+    if force or is_saved_run(directory) or not any(directory.iterdir()):
+        return
+    msg = (f"--save-run {directory}: the directory holds files and is not a saved run; choose another "
+           "directory, or add --force to replace everything in it")
+    raise KievalOptionError(msg)
+
+
+class RunStage:
+    """A run being saved: built in a temporary directory beside ``destination`` and swapped
+    in whole by :meth:`commit`, so an interrupted save leaves the earlier run as it was and
+    no file of it (a model, a partition) survives into the new one. Holds the
+    destination's lock from creation to commit or discard: a second save into the same
+    directory is refused at once.
+
+    ``path`` is where the run is built (a distributed run's workers write their
+    partitions there); :meth:`write` adds the rest.
+    """
+
+    def __init__(self, destination: str | Path, force: bool = False, partitions: bool = False) -> None:
+        """``partitions``: ``destination`` holds the partitions a distributed run's workers
+        wrote (``gt/entities``, ``models/*/detail``); they move into the new run."""
+        self.destination = Path(destination)
+        self.force = force
+        self.done = False
+        if not partitions:
+            check_run_destination(self.destination, force)
+        self._lock = DirectoryLock(self.destination)
+        self._lock.acquire()
+        self.path = Path()
+        try:
+            self.path = staging_directory(self.destination)
+            if partitions:
+                self._adopt_partitions()
+                check_run_destination(self.destination, force)
+        except BaseException:
+            self.discard()
+            raise
+
+    def _adopt_partitions(self) -> None:
+        directory = self.destination
+        for folder in [directory / "gt" / "entities", *directory.glob("models/*/detail")]:
+            if folder.is_dir():
+                target = self.path / folder.relative_to(directory)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                folder.rename(target)
+        for folder in [directory / "gt", *directory.glob("models/*"), directory / "models"]:
+            with contextlib.suppress(OSError):  # the folders the partitions left empty
+                folder.rmdir()
+
+    def write(self, result: EvaluationResult, report_text: str, inputs: dict[str, Any],
+              options: dict[str, Any]) -> None:
+        write_run(result, self.path, report_text, inputs, options)
+
+    def commit(self) -> None:
+        check_run_destination(self.destination, self.force)  # nothing else came meanwhile
+        replace_directory(self.path, self.destination)
+        self.done = True
+        self._lock.release()
+
+    def discard(self) -> None:
+        if not self.done:
+            if self.path != Path():
+                shutil.rmtree(self.path, ignore_errors=True)
+            self.done = True
+        self._lock.release()
+
+    def __enter__(self) -> RunStage:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.discard()
+
+
 def save_run(
     result: EvaluationResult,
     directory: str | Path,
     report_text: str,
     inputs: dict[str, Any],
     options: dict[str, Any],
+    force: bool = False,
 ) -> Path:
-    """Write a run: ``inputs`` names each input's source and digest, ``options`` how it
-    was read and scored (both as JSON values)."""
+    """Save a run whole into ``directory`` (see :class:`RunStage`): ``inputs`` names each
+    input's source and digest, ``options`` how it was read and scored (both as JSON
+    values). A distributed result's partitions, written by its workers into
+    ``directory``, are moved into the new run."""
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    with RunStage(directory, force=force, partitions=isinstance(result.gt, DatasetSummary)) as stage:
+        stage.write(result, report_text, inputs, options)
+        stage.commit()
+    return directory
+
+
+def write_run(
+    result: EvaluationResult,
+    directory: Path,
+    report_text: str,
+    inputs: dict[str, Any],
+    options: dict[str, Any],
+) -> None:
+    """Write a run's files into ``directory`` (a :class:`RunStage`'s: not whole until
+    committed)."""
     gt = result.gt
     if not isinstance(gt, DatasetSummary):  # a distributed run's workers wrote them per partition
         _write(gt.entities, directory / "gt" / "entities.parquet")
@@ -194,7 +302,6 @@ def save_run(
     }
     (directory / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1), "utf-8")
     (directory / "report.json").write_text(report_text, "utf-8")
-    return directory
 
 
 @dataclass(frozen=True)

@@ -131,9 +131,10 @@ class Holdout:
 
 
 def holdout(model: ReviewModel, target: float, chosen: np.ndarray, *, names: tuple[str, str] = (
-        "a random half", "the other half"), resamples: int = 1000, seed: int = 0) -> Holdout:
+        "a random half", "the other half"), resamples: int = 1000, seed: int = 0, chunk: int = 50) -> Holdout:
     """Choose the threshold on the documents of ``chosen`` (a mask over ``doc_ids``) and
-    read its accuracy after review, with a bootstrap interval, on the others."""
+    read its accuracy after review, with a bootstrap interval, on the others (resampled
+    ``chunk`` at a time: memory does not grow with ``resamples`` x documents)."""
     chosen = np.asarray(chosen, bool)
     part_a, part_b = model.restrict(chosen), model.restrict(~chosen)
     rec = recommend(automation_curve(part_a), target, part_a.n_documents)
@@ -144,8 +145,12 @@ def holdout(model: ReviewModel, target: float, chosen: np.ndarray, *, names: tup
     n = part_b.n_documents
     tp_doc = part_b.doc_tp + np.bincount(part_b.doc, weights=reviewed & part_b.gain, minlength=n)
     err_doc = part_b.doc_addition + np.bincount(part_b.doc, weights=part_b.wrong & ~reviewed, minlength=n)
-    weights = resample_weights(np.random.default_rng(seed), n, resamples)
-    tp, err = weights @ tp_doc, weights @ err_doc
+    rng = np.random.default_rng(seed)
+    sums = []
+    for start in range(0, resamples, chunk):
+        weights = resample_weights(rng, n, min(chunk, resamples - start))
+        sums.append((weights @ tp_doc, weights @ err_doc))
+    tp, err = (np.concatenate(parts) for parts in zip(*sums, strict=True))
     acc = np.where(tp + err > 0, tp / np.maximum(tp + err, 1e-300), 1.0)
     interval = (float(np.quantile(acc, 0.025)), float(np.quantile(acc, 0.975)))
     return Holdout(target, names[0], names[1], rec.threshold, rec.accuracy, point.kieval_aligned, interval,

@@ -188,3 +188,30 @@ def test_without_a_scheduler_a_local_cluster_is_started(sample, tmp_path):
     with plain_main():
         assert main([*args, "--engine", "dask", "--json", str(tmp_path / "dask.json")]) == 0
     assert (tmp_path / "dask.json").read_bytes() == (tmp_path / "local.json").read_bytes()
+
+
+def test_local_and_dask_runs_replace_each_other_whole(client, sample, tmp_path):
+    """One directory, a Dask run of ~100 documents then a local run of 30, then Dask again:
+    each read back is the run saved last (the other engine's partitioned or flat files
+    used to stay beside it and be read with it)."""
+    gt, preds = sample
+    local_gt = tmp_path / "gt30.jsonl"
+    records = (SAMPLE_DATA / "cord_v2_gt.jsonl").read_text("utf-8").splitlines()[:30]
+    local_gt.write_text("\n".join(records) + "\n", "utf-8")
+    run = tmp_path / "run"
+    dask = ["evaluate", "--gt", gt, "--pred", preds["sim_weak"], "--engine", "dask",
+            "--scheduler", client.scheduler.address, "--bootstrap", "0", "--save-run", str(run)]
+    local = ["evaluate", "--gt", str(local_gt), "--pred", f"sim_weak={SAMPLE_DATA / 'sim_weak.jsonl'}",
+             "--bootstrap", "0", "--save-run", str(run)]
+    for args, n_docs in ((dask, 100), (local, 30), (dask, 100)):
+        assert main(args) == 0
+        saved = load_run(run).result
+        assert len(saved.gt.doc_ids) == n_docs
+        assert saved.gt.entities["doc_id"].nunique() == n_docs
+        model = saved.models["sim_weak"]
+        detail = model.detail()
+        assert set(detail.cells["doc_id"].astype(str)) <= set(saved.gt.doc_ids)
+        fresh = evaluate(local_gt if n_docs == 30 else gt, {"sim_weak": preds["sim_weak"] if n_docs == 100
+                                                            else SAMPLE_DATA / "sim_weak.jsonl"})
+        assert model.errors.to_csv(index=False) == fresh.models["sim_weak"].errors.to_csv(index=False)
+        assert not [p for p in tmp_path.iterdir() if ".kieval-" in p.name]

@@ -1,0 +1,66 @@
+"""Text from files stays text outside the app too (SPEC 8b): in a terminal, control
+characters are shown as escapes, not obeyed; in a spreadsheet, a cell is a value, not a
+formula.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+# C0 and C1 controls (ESC starts terminal sequences; CR and LF would fake a new line) and
+# the bidirectional overrides that reorder what a terminal shows.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def for_terminal(text: object) -> str:
+    """One line of text safe to print: control characters as visible escapes.
+
+    >>> for_terminal("doc\\x1b[2J\\nall gates passed")
+    'doc\\\\x1b[2J\\\\x0aall gates passed'
+    """
+    return _CONTROL.sub(_escape, str(text))
+
+
+#: How a CSV export treats cells that a spreadsheet would run as a formula.
+CSV_FORMULAS = ("escape", "keep")
+_FORMULA_START = re.compile(r"^[=+\-@\t\r]")
+
+
+def neutralise_formulas(frame: pd.DataFrame) -> pd.DataFrame:
+    """Text cells that begin with ``=``, ``+``, ``-``, ``@``, tab or carriage return get a
+    leading ``'``, so a spreadsheet shows them as text instead of running them (OWASP's
+    advice on CSV injection). Numbers are left alone.
+
+    >>> neutralise_formulas(pd.DataFrame({"v": ["=HYPERLINK(1)", "-3", "a-b", None], "n": [-1, 2, 3, 4]}))
+                    v  n
+    0  '=HYPERLINK(1) -1
+    1             '-3  2
+    2             a-b  3
+    3             NaN  4
+    """
+    out = frame.copy()
+    for column in out.columns:
+        values = out[column]
+        if isinstance(values.dtype, pd.CategoricalDtype):
+            values = values.astype(object)
+        elif not (pd.api.types.is_object_dtype(values.dtype) or pd.api.types.is_string_dtype(values.dtype)):
+            continue
+        risky = values.str.match(_FORMULA_START.pattern, na=False).astype(bool)  # non-text cells: False
+        if risky.any():
+            out[column] = values.where(~risky, "'" + values.astype(str))
+    return out
+
+
+def for_csv(frame: pd.DataFrame, formulas: str = "escape") -> pd.DataFrame:
+    """The table a CSV export writes: formulas neutralised unless ``formulas="keep"``."""
+    if formulas not in CSV_FORMULAS:
+        msg = f"formulas must be one of {', '.join(CSV_FORMULAS)}, got {formulas!r}"
+        raise ValueError(msg)
+    return neutralise_formulas(frame) if formulas == "escape" else frame
