@@ -18,6 +18,7 @@ import pandas as pd
 from rapidfuzz.distance import Levenshtein
 
 from .engine import Counted
+from .locations import LOCATION_COLUMNS, has_locations
 
 PAIR_STATUSES = ("non-group", "exact", "partial", "unmatched GT", "unmatched prediction")
 _PAIR_KEYS = ["group_type", "gt_group", "pred_group"]
@@ -72,10 +73,16 @@ def document_alignment(counted: Counted, doc_id: str) -> pd.DataFrame:
     without a partner); rows follow :func:`group_pairs`, GT reading order within a pair,
     predictions without a GT partner last.
     """
-    g = counted.gt_entities
-    p = counted.pred_entities
-    g = g[g["doc_id"] == doc_id]
-    p = p[p["doc_id"] == doc_id]
+    return _alignment(counted, doc_id).drop(columns=["gt_row", "pred_row"])
+
+
+def _alignment(counted: Counted, doc_id: str) -> pd.DataFrame:
+    """:func:`document_alignment` with ``gt_row, pred_row``: the rows of the two entities
+    in the engine's tables (-1 for none)."""
+    g_rows = np.flatnonzero((counted.gt_entities["doc_id"] == doc_id).to_numpy())
+    p_rows = np.flatnonzero((counted.pred_entities["doc_id"] == doc_id).to_numpy())
+    g = counted.gt_entities.iloc[g_rows]
+    p = counted.pred_entities.iloc[p_rows]
     partner = g["partner"].to_numpy()
     with_partner = partner >= 0
     pred_rows = counted.pred_entities.iloc[partner[with_partner]]
@@ -92,9 +99,12 @@ def document_alignment(counted: Counted, doc_id: str) -> pd.DataFrame:
         "pred_value": pd.Series(pred_value, dtype=object),
         "confidence": confidence,
         "status": g["status"].astype(object).to_numpy(),
+        "gt_row": g_rows,
+        "pred_row": partner,
         "_within": g["position"].to_numpy(np.float64),
     })
-    alone = p[p["partner"] < 0]
+    is_alone = (p["partner"] < 0).to_numpy()
+    alone = p[is_alone]
     pred_side = pd.DataFrame({
         "group_type": alone["group_type"].astype(object).to_numpy(),
         "gt_group": alone["paired_group"].to_numpy(),
@@ -104,6 +114,8 @@ def document_alignment(counted: Counted, doc_id: str) -> pd.DataFrame:
         "pred_value": pd.Series(alone["value"].to_numpy(object), dtype=object),
         "confidence": alone["confidence"].to_numpy(np.float64),
         "status": alone["status"].astype(object).to_numpy(),
+        "gt_row": np.full(len(alone), -1, np.int64),
+        "pred_row": p_rows[is_alone],
         "_within": alone["position"].to_numpy(np.float64) + 1e12,
     })
     rows = pd.concat([gt_side, pred_side], ignore_index=True)
@@ -114,6 +126,55 @@ def document_alignment(counted: Counted, doc_id: str) -> pd.DataFrame:
                          strict=True)]
     rows = rows.sort_values(["_pair", "_within"], kind="stable")
     return rows.drop(columns=["_pair", "_within"]).reset_index(drop=True)
+
+
+#: Columns of :func:`document_boxes`.
+BOX_COLUMNS = ["row", "side", "status", "entity_type", "value", "confidence", "pair", "page",
+               "x0", "y0", "x1", "y1"]
+
+
+def pair_numbers(pairs: pd.DataFrame) -> dict[tuple[str, int, int], int]:
+    """Number 1, 2, ... of every matched group pair (both sides present), in display order;
+    the document view writes it beside both groups."""
+    matched = pairs[(pairs["gt_group"] >= 0) & (pairs["pred_group"] >= 0)]
+    keys = zip(matched["group_type"], matched["gt_group"], matched["pred_group"], strict=True)
+    return {(t, int(g), int(p)): i + 1 for i, (t, g, p) in enumerate(keys)}
+
+
+def document_boxes(counted: Counted, doc_id: str) -> pd.DataFrame:
+    """Every located entity of one document, as the document view draws it.
+
+    One row per box (:data:`BOX_COLUMNS`): ``row`` is the entity's row in
+    :func:`document_alignment` (a GT value and the prediction beside it share it), ``side``
+    ``gt`` or ``pred``; ``status`` is ``correct`` or ``substituted`` on both sides,
+    ``added`` on the GT side (the missing value's GT box) and ``deleted`` on the predicted
+    side (the spurious value's box); ``pair`` numbers the matched group pair (0 outside
+    one); ``confidence`` is the prediction's. Entities without a box are left out; the
+    table is empty when neither side carries locations.
+    """
+    table = _alignment(counted, doc_id)
+    numbers = pair_numbers(group_pairs(counted, doc_id))
+    pair = np.array([numbers.get((t, int(g), int(p)), 0) for t, g, p in
+                     zip(table["group_type"], table["gt_group"], table["pred_group"], strict=True)], np.int64)
+    frames = []
+    for side, entities, rows, value in (("gt", counted.gt_entities, table["gt_row"], "gt_value"),
+                                        ("pred", counted.pred_entities, table["pred_row"], "pred_value")):
+        if not has_locations(entities):
+            continue
+        rows = rows.to_numpy(np.int64)
+        has = rows >= 0
+        located = entities[list(LOCATION_COLUMNS)].to_numpy(np.float64)[rows[has]]
+        status = table["status"].to_numpy(object)[has]
+        frames.append(pd.DataFrame({
+            "row": np.flatnonzero(has), "side": side, "status": status,
+            "entity_type": table["entity_type"].to_numpy(object)[has],
+            "value": table[value].to_numpy(object)[has],
+            "confidence": table["confidence"].to_numpy(np.float64)[has],
+            "pair": pair[has], **dict(zip(LOCATION_COLUMNS, located.T, strict=True)),
+        }))
+    boxes = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=BOX_COLUMNS)
+    boxes = boxes[boxes[["x0", "y0", "x1", "y1"]].notna().all(axis=1)] if len(boxes) else boxes
+    return boxes[BOX_COLUMNS].reset_index(drop=True)
 
 
 def differences(gt: str, pred: str) -> list[tuple[str, str, str]]:

@@ -208,7 +208,8 @@ def read_page_images(files: Mapping[str, bytes], source: str, limits: ImageLimit
     return PageImages(source, {d: p for d, p in pages.items() if p}, tuple(problems))
 
 
-def _in_order(doc_id: str, by_number: Mapping[int, Page], source: str, problems: list[str]) -> tuple[Page, ...]:
+def _in_order(doc_id: str, by_number: Mapping[int, Page], source: str,
+              problems: list[str]) -> tuple[Page, ...]:
     numbers = sorted(by_number)
     if numbers != list(range(1, len(numbers) + 1)):
         problems.append(f"{source}: document {doc_id!r} has pages {', '.join(map(str, numbers))}; they "
@@ -251,7 +252,7 @@ def directory_files(directory: str | Path, limits: ImageLimits) -> dict[str, byt
     root = Path(directory)
     if not root.is_dir():
         raise KievalInputError(str(root), None, "no such directory")
-    paths = sorted(p for p in root.glob("*") if p.is_file()) + sorted(p for p in root.glob("*/*") if p.is_file())
+    paths = [p for pattern in ("*", "*/*") for p in sorted(root.glob(pattern)) if p.is_file()]
     _check_total(sum(p.stat().st_size for p in paths), str(root), limits)
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in paths}
 

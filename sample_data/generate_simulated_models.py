@@ -11,7 +11,7 @@ made with NumPy 2.2). Run it as ``python sample_data/generate_simulated_models.p
 Output: ``sim_<name>.jsonl``, one line per document, ``{"doc_id": ..., "prediction": ...}``.
 The prediction mirrors the ``gt_parse`` nesting (root groups ``menu``, ``sub_total``,
 ``total``; ``menu`` is always a list of line objects and ``menu.sub`` always a list),
-and every leaf string becomes a scored leaf ``{"value": "...", "confidence": 0.87}``.
+and every leaf becomes a scored leaf ``{"value": "...", "confidence": 0.87, "bbox": [...]}``.
 
 Failure modes, in the order applied (each is a function below; rates are per model):
 
@@ -33,6 +33,12 @@ Failure modes, in the order applied (each is a function below; rates are per mod
 
 Confidence: a value left untouched is drawn from Beta(*conf_ok*), a changed, moved or
 invented one from Beta(*conf_err*).
+
+Boxes: a predicted value carries the GT box of the value it came from (``bbox`` of the
+ground truth, see ``add_cord_locations.py``): a perturbed value keeps its box, a shifted
+price the box of the price it took, a hallucinated number the box of the number it
+copied, two names merged into one the union of their boxes. No random draw depends on
+the boxes, so the values are those of the files without boxes.
 
 Simulated model profiles:
 
@@ -72,18 +78,28 @@ NUMBER = re.compile(r"^[^\d]*\d{1,3}([.,]\d{3})+[^\d]*$")  # "16,500", "Rp. 11.0
 
 
 class Leaf:
-    """One predicted value; ``ok`` turns False once the simulation changes or moves it."""
+    """One predicted value and the GT box it came from; ``ok`` turns False once the
+    simulation changes or moves it."""
 
-    def __init__(self, value: str, ok: bool = True):
-        self.value, self.ok = value, ok
+    def __init__(self, value: str, ok: bool = True, box: list | None = None):
+        self.value, self.ok, self.box = value, ok, box
 
-    def set(self, value: str) -> None:
+    def set(self, value: str, box: list | None = None) -> None:
         self.ok = self.ok and value == self.value
         self.value = value
+        self.box = box if box is not None else self.box
+
+
+def union(a: list | None, b: list | None) -> list | None:
+    if a is None or b is None:
+        return a or b
+    return [min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])]
 
 
 def to_tree(node):
     """GT structure -> Leaf tree; ``menu`` and ``sub`` become lists of objects."""
+    if isinstance(node, dict) and "value" in node:  # a GT value with its box
+        return Leaf(node["value"], box=node.get("bbox"))
     if isinstance(node, dict):
         out = {k: to_tree(v) for k, v in node.items()}
         for key in ("menu", "sub"):
@@ -126,7 +142,7 @@ def shift_prices(menu):
     if len(priced) < 2:
         return
     for line, nxt in zip(priced, priced[1:], strict=False):
-        line["price"].set(nxt["price"].value)
+        line["price"].set(nxt["price"].value, nxt["price"].box)
     del priced[-1]["price"]
 
 
@@ -140,7 +156,7 @@ def split_line(line):
 def merge_lines(a, b, as_list):
     """Two lines -> one group: list values, or concatenated names + b's other fields."""
     if not as_list and isinstance(a.get("nm"), Leaf) and isinstance(b.get("nm"), Leaf):
-        name = Leaf(a["nm"].value + " " + b["nm"].value, ok=False)
+        name = Leaf(a["nm"].value + " " + b["nm"].value, ok=False, box=union(a["nm"].box, b["nm"].box))
         return moved({"nm": name, **{k: v for k, v in b.items() if k != "nm"}})
     out = {}
     for key in list(a) + [k for k in b if k not in a]:
@@ -189,7 +205,7 @@ def reformat(value):
 
 def hallucinate(pred, rng):
     """Add total.tax_price or sub_total.discount_price copied from another number."""
-    numbers = [leaf.value for leaf in leaves(pred) if NUMBER.match(leaf.value)]
+    numbers = [leaf for leaf in leaves(pred) if NUMBER.match(leaf.value)]
     group, key = [("total", "tax_price"), ("sub_total", "discount_price")][rng.integers(2)]
     if not numbers or key in pred.get(group, {}):
         return pred
@@ -199,7 +215,8 @@ def hallucinate(pred, rng):
             group: {},
             **({"total": pred["total"]} if "total" in pred else {}),
         }
-    pred[group][key] = Leaf(numbers[rng.integers(len(numbers))], ok=False)
+    copied = numbers[rng.integers(len(numbers))]
+    pred[group][key] = Leaf(copied.value, ok=False, box=copied.box)
     return pred
 
 
@@ -225,7 +242,8 @@ def scored(node, rng, p):
         c = float(rng.beta(*(p["conf_ok"] if node.ok else p["conf_err"])))
         if p["conf_step"]:
             c = round(c / p["conf_step"]) * p["conf_step"]
-        return {"value": node.value, "confidence": round(min(max(c, 0.0), 1.0), 4)}
+        leaf = {"value": node.value, "confidence": round(min(max(c, 0.0), 1.0), 4)}
+        return {**leaf, "bbox": node.box} if node.box is not None else leaf
     if isinstance(node, list):
         return [scored(v, rng, p) for v in node]
     return {k: scored(v, rng, p) for k, v in node.items()}

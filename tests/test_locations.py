@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kieval_core import evaluate, load, load_bytes, render_report
+from kieval_core.alignment import document_alignment, document_boxes
 from kieval_core.locations import LOCATION_COLUMNS, BadLocation, box_of
 
 SAMPLE = "sample_data"
@@ -181,45 +182,49 @@ def test_error_export_gains_page_and_both_boxes(tmp_path):
                    ["tax", "deletion", 2, None, [7, 7, 8, 8]]]
 
 
-def _with_boxes(node, rng):
-    """The same structure with a random box (and sometimes a page) on every leaf."""
-    if isinstance(node, dict) and "value" in node and set(node) <= {"value", "confidence"}:
-        x, y = (float(v) for v in rng.integers(0, 800, 2))
-        extra = {"bbox": [x, y, x + 40, y + 12]}
-        if rng.random() < 0.2:
-            extra["page"] = int(rng.integers(1, 3))
-        return {**node, **extra}
+def _without_boxes(node):
     if isinstance(node, dict):
-        return {k: _with_boxes(v, rng) for k, v in node.items()}
+        return {k: _without_boxes(v) for k, v in node.items() if k != "bbox"}
     if isinstance(node, list):
-        return [_with_boxes(v, rng) for v in node]
-    if isinstance(node, str):
-        return _with_boxes({"value": node}, rng)
+        return [_without_boxes(v) for v in node]
     return node
 
 
-def _boxed_copy(path, out, rng):
+def _plain_copy(path, out):
     lines = [json.loads(line) for line in Path(path).read_text("utf-8").splitlines()]
-    boxed = [{k: (_with_boxes(v, rng) if k in ("gt_parse", "prediction") else v) for k, v in r.items()}
-             for r in lines]
-    out.write_bytes(_jsonl(boxed))
+    out.write_bytes(_jsonl([_without_boxes(r) for r in lines]))
 
 
 def test_boxes_never_change_a_figure(tmp_path):
-    """The sample with and without boxes: the same report to the byte, every metric family,
-    and the same error list apart from the location columns."""
-    rng = np.random.default_rng(7)
-    plain_gt, plain_pred = f"{SAMPLE}/cord_v2_gt.jsonl", f"{SAMPLE}/sim_weak.jsonl"
-    _boxed_copy(plain_gt, tmp_path / "cord_v2_gt.jsonl", rng)
-    _boxed_copy(plain_pred, tmp_path / "sim_weak.jsonl", rng)
-    plain = evaluate(plain_gt, {"sim_weak": plain_pred}, metrics="all")
-    boxed = evaluate(tmp_path / "cord_v2_gt.jsonl", {"sim_weak": tmp_path / "sim_weak.jsonl"}, metrics="all")
+    """The sample (every value boxed) and the same files without boxes: the same report to
+    the byte, every metric family, and the same error list apart from the location columns."""
+    gt, pred = f"{SAMPLE}/cord_v2_gt.jsonl", f"{SAMPLE}/sim_weak.jsonl"
+    _plain_copy(gt, tmp_path / "cord_v2_gt.jsonl")
+    _plain_copy(pred, tmp_path / "sim_weak.jsonl")
+    boxed = evaluate(gt, {"sim_weak": pred}, metrics="all")
+    plain = evaluate(tmp_path / "cord_v2_gt.jsonl", {"sim_weak": tmp_path / "sim_weak.jsonl"}, metrics="all")
     assert boxed.gt.entities["x0"].notna().all()
-    assert render_report(boxed).text.replace(str(tmp_path) + "/", f"{SAMPLE}/") == render_report(plain).text
+    assert "x0" not in plain.gt.entities
+    assert render_report(plain).text.replace(str(tmp_path) + "/", f"{SAMPLE}/") == render_report(boxed).text
     with_boxes = boxed.models["sim_weak"].errors
     assert with_boxes["gt_box"].notna().any() and with_boxes["pred_box"].notna().any()
     pd.testing.assert_frame_equal(with_boxes.drop(columns=["page", "gt_box", "pred_box"]),
                                   plain.models["sim_weak"].errors)
+
+
+@pytest.mark.parametrize("model", ["sim_strong", "sim_llm", "sim_weak"])
+def test_simulated_predictions_are_boxed_where_the_values_came_from(model):
+    """A right predicted value sits exactly on a GT box of that value in its document (the
+    one it was copied from), so the document view of the sample is honest."""
+    result = evaluate(f"{SAMPLE}/cord_v2_gt.jsonl", {model: f"{SAMPLE}/{model}.jsonl"})
+    counted = result.models[model].detail()
+    pred, gt = counted.pred_entities, counted.gt_entities
+    assert pred["x0"].notna().all()
+    keys = ["doc_id", "value", "x0", "y0", "x1", "y1"]
+    correct = pred.loc[pred["status"] == "correct", keys].astype({"doc_id": object})
+    known = gt[keys].astype({"doc_id": object}).drop_duplicates()
+    found = correct.merge(known, on=keys, how="left", indicator=True)["_merge"]
+    assert len(correct) > 500 and (found == "both").all()
 
 
 @settings(max_examples=60, deadline=None)
@@ -235,3 +240,30 @@ def test_box_of_accepts_exactly_the_ordered_boxes(coords):
         assert box_of([[x0, y0], [x1, y0], [x1, y1], [x0, y1]], "polygon") == (x0, y0, x1, y1)
         quad = {"x1": x0, "y1": y0, "x2": x1, "y2": y0, "x3": x1, "y3": y1, "x4": x0, "y4": y1}
         assert box_of(quad, "quad") == (x0, y0, x1, y1)
+
+
+def test_document_boxes_colour_each_side_and_number_matched_pairs(tmp_path):
+    gt = [{"doc_id": "a", "total": {"value": "5", "bbox": [1, 2, 3, 4]},
+           "addr": {"value": "JL", "bbox": [0, 50, 9, 60]},
+           "menu": [{"nm": {"value": "Tea", "bbox": [0, 0, 5, 5]},
+                     "price": {"value": "5", "bbox": [10, 0, 15, 5]}},
+                    {"nm": {"value": "Pie", "bbox": [0, 9, 5, 14]}}]}]
+    pred = [{"doc_id": "a", "total": {"value": "6", "confidence": 0.5, "bbox": [1, 2, 3, 4.5]},
+             "menu": [{"nm": {"value": "Tea", "confidence": 0.9, "bbox": [0, 0, 5, 5]}, "price": "5"},
+                      {"nm": {"value": "Pie", "confidence": 0.8, "bbox": [0, 9, 5, 14]}}],
+             "tax": {"value": "1", "confidence": 0.3, "page": 2, "bbox": [7, 7, 8, 8]}}]
+    (tmp_path / "gt.jsonl").write_bytes(_jsonl(gt))
+    (tmp_path / "m.jsonl").write_bytes(_jsonl(pred))
+    counted = evaluate(tmp_path / "gt.jsonl", {"m": tmp_path / "m.jsonl"}).models["m"].detail()
+    boxes = document_boxes(counted, "a")
+    got = boxes[["row", "side", "status", "value", "pair", "page", "x1"]].values.tolist()
+    assert got == [
+        [0, "gt", "substituted", "5", 0, 1, 3], [1, "gt", "added", "JL", 0, 1, 9],
+        [3, "gt", "correct", "Tea", 1, 1, 5], [4, "gt", "correct", "5", 1, 1, 15],
+        [5, "gt", "correct", "Pie", 2, 1, 5],
+        [0, "pred", "substituted", "6", 0, 1, 3], [2, "pred", "deleted", "1", 0, 2, 8],
+        [3, "pred", "correct", "Tea", 1, 1, 5], [5, "pred", "correct", "Pie", 2, 1, 5],
+    ]  # the predicted price has no box: it is not drawn
+    assert boxes.loc[boxes["side"] == "pred", "confidence"].tolist() == [0.5, 0.3, 0.9, 0.8]
+    alignment = document_alignment(counted, "a")
+    assert alignment.loc[boxes["row"], "entity_type"].tolist() == boxes["entity_type"].tolist()
