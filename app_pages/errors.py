@@ -131,6 +131,8 @@ downloads.download_button(
     mime="text/csv",
     key="errors_csv",
     icon=":material/download:",
+    help="A cell that begins with = + - @, a tab or a carriage return gets a leading ' so a spreadsheet "
+    "shows it as text instead of running it; the JSON keeps every value as it is.",
     on_click="ignore",
 )
 downloads.download_button(

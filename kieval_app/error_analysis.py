@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from kieval_core import ModelResult
+from kieval_core.safe_text import csv_text
 
 from .diff import diff_html
 from .style import ACCURACY_COLOR, KIND_COLORS, KIND_LABELS, KINDS, NEUTRAL_COLOR, base_layout
@@ -139,8 +140,9 @@ def filter_errors(
 
 
 def errors_csv(errors: pd.DataFrame) -> bytes:
-    """The error list as UTF-8 CSV (SPEC 7 columns; empty cell = absent)."""
-    return errors.to_csv(index=False).encode("utf-8")
+    """The error list as UTF-8 CSV (SPEC 7 columns; empty cell = absent), a cell a
+    spreadsheet would run as a formula prefixed with ``'`` (SPEC 8b)."""
+    return csv_text(errors).encode("utf-8")
 
 
 def errors_json(errors: pd.DataFrame) -> bytes:

@@ -27,7 +27,7 @@ from .registry import FAMILIES, METRICS, Metric
 from .report import DECISION_ROWS, WHOLE_ROWS, render_report, summary_frame, value_at
 from .review import Costs
 from .runs import RunStage, digest, load_run
-from .safe_text import CSV_FORMULAS, for_csv, for_terminal
+from .safe_text import CSV_FORMULAS, csv_text, for_terminal
 from .shards import input_name
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_GATE = 0, 1, 2, 3
@@ -285,8 +285,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         if csv_out is not None:
             frames = [m.errors.assign(model=name) for name, m in result.models.items()]
             errors = pd.concat(frames, ignore_index=True)
-            table = for_csv(errors[["model", *errors.columns[:-1]]], args.csv_formulas)
-            table.to_csv(csv_out.path, index=False)
+            csv_text(errors[["model", *errors.columns[:-1]]], csv_out.path, args.csv_formulas)
         outputs.commit()
     failures = _failures(report.figures, gates)
     for failure in failures:

@@ -6,6 +6,7 @@ formula.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pandas as pd
 
@@ -58,9 +59,12 @@ def neutralise_formulas(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def for_csv(frame: pd.DataFrame, formulas: str = "escape") -> pd.DataFrame:
-    """The table a CSV export writes: formulas neutralised unless ``formulas="keep"``."""
+def csv_text(frame: pd.DataFrame, path: str | Path | None = None, formulas: str = "escape") -> str | None:
+    """A table as CSV (RFC 4180 line ends, so a value holding a carriage return or a line
+    feed is quoted and cannot start a row of its own), formulas neutralised unless
+    ``formulas="keep"``; written to ``path``, or returned as text."""
     if formulas not in CSV_FORMULAS:
         msg = f"formulas must be one of {', '.join(CSV_FORMULAS)}, got {formulas!r}"
         raise ValueError(msg)
-    return neutralise_formulas(frame) if formulas == "escape" else frame
+    shown = neutralise_formulas(frame) if formulas == "escape" else frame
+    return shown.to_csv(path, index=False, lineterminator="\r\n")

@@ -100,7 +100,7 @@ POINTS = {
     "reading": (cli, "evaluate", 1),
     "report": (cli, "render_report", 1),
     "run tables": (runs, "save_detail", 1),
-    "errors csv": (cli, "for_csv", 1),
+    "errors csv": (cli, "csv_text", 1),
     "committing": (outputs.StagedFile, "commit", 1),
 }
 
