@@ -20,8 +20,7 @@ def child(groups: int) -> None:
     import numpy as np
 
     sys.path.insert(0, ".")
-    from kieval_core import evaluate
-    from kieval_core.loaders import _Builder
+    from kieval_core import evaluate, load_bytes
 
     rng = np.random.default_rng(0)
     names = [f"ITEM {i}" for i in rng.integers(0, groups // 2, groups)]
@@ -31,11 +30,10 @@ def child(groups: int) -> None:
         shifted[i] = prices[(i + 1) % groups]
 
     def build(price_list, name):
-        b = _Builder(name, name)
-        rows = [("menu", str(i), f"menu.{k}", v, np.nan)
-                for i in range(groups) for k, v in (("nm", names[i]), ("cnt", "1"), ("price", price_list[i]))]
-        b.add("doc", "doc", rows)
-        return b.build()
+        lines = ["doc_id,group_type,group,entity,value"]
+        fields = (("nm", names), ("cnt", ["1"] * groups), ("price", price_list))
+        lines += [f'doc,menu,{i},menu.{k},"{v[i]}"' for i in range(groups) for k, v in fields]
+        return load_bytes("\n".join(lines).encode(), f"{name}.csv")
 
     gt, pred = build(prices, "gt"), build(shifted, "pred")
     start = time.perf_counter()

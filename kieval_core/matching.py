@@ -6,41 +6,62 @@ order of priority:
 1. ``S`` — the number of identical (type, value) entities shared by paired groups;
 2. ``W`` — the substitutions the pairing allows (fewest corrections: Error = FP + FN - Subs
    and FP + FN are fixed once S is, so more substitutions means fewer corrections);
-3. ``X`` — the number of exact pairs (group TPs). SPEC 3.2 sends ties after S and W to the
-   lowest indices; that alone would make group F1 depend on the order of the groups in
-   the file (two GT lines {1, 1, 1} and {1} against predicted {1} and {2} tie on S and
-   W, and only one pairing is a group TP). Preferring exact pairs first keeps every
-   corpus figure independent of input order;
-4. ``T`` — low indices with low indices: the sum over pairs of (N - n) * (M - m), which
-   prefers matching the first groups of the larger side and, among equal choices, pairs
-   groups in reading order.
+3. ``X`` — the number of exact pairs (group TPs);
+4. the **lexicographically smallest** sequence of matched GT indices read over the
+   predicted groups in order, an unmatched predicted group reading as M (rows and
+   columns are the groups in canonical order, so this is SPEC 3.2's rule exactly). This
+   last criterion leaves no tie: it names one pairing.
 
-The criteria are folded into one integer weight ``S*A + W*B + X*C + T``, each factor
-larger than the largest possible total of everything after it, so one Hungarian solve
-(:func:`scipy.optimize.linear_sum_assignment`) gives the lexicographic optimum exactly.
-When a block is so large that the folded weight would leave float64's exact integer range
-(thousands of groups), ``T`` is dropped and scipy's own order settles remaining ties.
+Two exact ways to reach that optimum, both batched over blocks of one shape:
+
+* **One folded weight** ``S*A + W*B + X*C + L`` where ``L(n, m) = (M - m) * (M + 1)^(N-1-n)``
+  reads the sequence as a number in base M + 1 (maximising L is minimising the sequence
+  lexicographically; an unmatched row adds 0, the digit M) and each factor exceeds the
+  largest total of everything after it. Used when every integer the solver can form
+  stays exact in float64: K * (largest matching total) < 2^50 with K = max(N, M), a
+  margin of 8 over the 2K-entry sums (path lengths, potentials) the shortest augmenting
+  path solver builds.
+* **Successive fixing on the tight graph**, for larger blocks (a 10 x 10 block of rich
+  groups is already past the bound): solve S, W, X (folded when exact, else one level at a
+  time), take optimal dual potentials from a Bellman-Ford pass over the solved pairing
+  (integer arithmetic), keep the edges whose reduced cost is zero: the optimal pairings
+  are exactly the perfect matchings of those edges. Then fix predicted groups in order,
+  each to the smallest GT index it can take while a perfect matching of the rest remains
+  (an alternating cycle found by a breadth-first search over the unfixed groups).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
-_EXACT = float(2**50)
+#: Bound under which folded weights are exact in float64 (with a margin, see above).
+EXACT_BOUND = float(2**50)
+#: Sentinel for a forbidden edge in integer shortest paths.
+_FORBIDDEN = np.int64(2**61)
 
 
-def tie_break_weights(n_pred: int, n_gt: int) -> np.ndarray:
-    """The ``T`` term: (N - n) * (M - m) for every pair (n, m).
+def lexicographic_weights(n_pred: int, n_gt: int) -> np.ndarray:
+    """``L(n, m) = (M - m) * (M + 1)^(N-1-n)`` as Python integers (dtype object).
 
-    >>> tie_break_weights(2, 3).tolist()
-    [[6, 4, 2], [3, 2, 1]]
+    A pairing's total L is larger exactly when its sequence of matched GT indices over
+    the predicted rows (M for an unmatched row) is lexicographically smaller.
+
+    >>> lexicographic_weights(2, 2).tolist()
+    [[6, 3], [2, 1]]
     """
-    return np.outer(np.arange(n_pred, 0, -1), np.arange(n_gt, 0, -1))
+    radix = n_gt + 1
+    rows = np.array([radix ** (n_pred - 1 - n) for n in range(n_pred)], dtype=object)
+    return np.outer(rows, np.array([n_gt - m for m in range(n_gt)], dtype=object))
 
 
-def match_stack(shared: np.ndarray, substitutable: np.ndarray,
-                exact: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _solve(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    from scipy.optimize import linear_sum_assignment
+
+    return linear_sum_assignment(weights, maximize=True)
+
+
+def match_stack(shared: np.ndarray, substitutable: np.ndarray, exact: np.ndarray,
+                *, bound: float = EXACT_BOUND) -> tuple[np.ndarray, np.ndarray]:
     """Optimal pairings of K blocks of the same shape (N, M).
 
     Parameters
@@ -52,6 +73,9 @@ def match_stack(shared: np.ndarray, substitutable: np.ndarray,
         min(FP^e, FN^e)).
     exact : ndarray of {0, 1}, shape (K, N, M)
         X(n, m): 1 when the two groups are identical (a group TP if paired).
+    bound : float
+        Folded weights are used only below this bound (tests lower it to exercise the
+        tight-graph path on small blocks).
 
     Returns
     -------
@@ -59,25 +83,39 @@ def match_stack(shared: np.ndarray, substitutable: np.ndarray,
         Matched predicted and GT group indices per block, rows ascending.
     """
     n_blocks, n_pred, n_gt = shared.shape
-    k = min(n_pred, n_gt)
-    # the factors are per block (never per stack), so a block's pairing depends on that
-    # block alone, not on the other blocks of the same shape in the corpus or partition
-    tie = tie_break_weights(n_pred, n_gt).astype(np.float64)
-    c = np.full(n_blocks, float(k * tie.max() + 1) if k else 1.0)
-    b = (k + 1.0) * c
-    w_max = substitutable.max(axis=(1, 2), initial=0).astype(np.float64)
-    s_max = shared.max(axis=(1, 2), initial=0).astype(np.float64)
-    a = (w_max * k + 1.0) * b
-    wide = (s_max * k + 1.0) * a >= _EXACT
-    c[wide] = 1.0
-    b[wide] = k + 1.0
-    a[wide] = (w_max[wide] * k + 1.0) * b[wide]
-    weights = (shared * a[:, None, None] + substitutable * b[:, None, None] + exact * c[:, None, None]
-               + np.where(wide[:, None, None], 0.0, tie[None]))
+    k, size = min(n_pred, n_gt), max(n_pred, n_gt)
     rows = np.empty((n_blocks, k), np.int64)
     cols = np.empty((n_blocks, k), np.int64)
-    for i in range(n_blocks):
-        rows[i], cols[i] = linear_sum_assignment(weights[i], maximize=True)
+    if n_blocks == 0 or k == 0:
+        return rows, cols
+    # the factors are per block (never per stack), so a block's pairing depends on that
+    # block alone, not on the other blocks of the same shape in the corpus or partition
+    s_max = shared.max(axis=(1, 2)).astype(np.float64)
+    w_max = substitutable.max(axis=(1, 2)).astype(np.float64)
+    b = np.full(n_blocks, k + 1.0)  # X below W
+    a = (w_max * k + 1.0) * b  # W below S
+    primary_total = (s_max * k + 1.0) * a
+    lex_range = float(n_gt + 1) ** min(n_pred, 60)  # L below X (capped: 2**60 is out of bounds anyway)
+    folded = size * primary_total * lex_range < bound
+    if folded.any():
+        lex = lexicographic_weights(n_pred, n_gt).astype(np.float64)
+        scale = lex_range * np.stack([a, b, np.ones_like(a)], axis=1)[folded]
+        weights = (shared[folded] * scale[:, 0, None, None] + substitutable[folded] * scale[:, 1, None, None]
+                   + exact[folded] * scale[:, 2, None, None] + lex[None])
+        at = np.flatnonzero(folded)
+        for i, w in zip(at, weights, strict=True):
+            rows[i], cols[i] = _solve(w)
+    rest = np.flatnonzero(~folded)
+    if len(rest):
+        fits = size * primary_total[rest] < bound
+        levels = []
+        if fits.all():
+            folded_primary = (shared[rest] * a[rest, None, None] + substitutable[rest] * b[rest, None, None]
+                              + exact[rest])
+            levels.append(folded_primary)
+        else:  # thousands of groups: one criterion at a time, each exact
+            levels += [shared[rest], substitutable[rest], exact[rest]]
+        rows[rest], cols[rest] = _tight_lexicographic(levels, n_pred, n_gt)
     return rows, cols
 
 
@@ -87,7 +125,7 @@ def match_block(shared: np.ndarray, substitutable: np.ndarray,
 
     Examples
     --------
-    Two identical lines tie on S, W and X; the tie goes to reading order:
+    Two identical lines tie on S, W and X; the tie goes to the lowest indices:
 
     >>> rows, cols = match_block(np.array([[2, 2], [2, 2]]), np.zeros((2, 2), int))
     >>> cols.tolist()
@@ -98,20 +136,139 @@ def match_block(shared: np.ndarray, substitutable: np.ndarray,
     return rows[0], cols[0]
 
 
+# --- the tight-graph method -----------------------------------------------------------------
+
+
+def _square(x: np.ndarray, size: int) -> np.ndarray:
+    """Pad a stack of (N, M) matrices with zeros to (size, size): dummy groups."""
+    out = np.zeros((x.shape[0], size, size), np.int64)
+    out[:, : x.shape[1], : x.shape[2]] = x
+    return out
+
+
+def _tight_lexicographic(levels: list[np.ndarray], n_pred: int, n_gt: int
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """Lexicographic optimum by successive fixing (see the module docstring)."""
+    n_blocks = levels[0].shape[0]
+    size = max(n_pred, n_gt)
+    allowed = np.ones((n_blocks, size, size), bool)
+    mate = np.empty((n_blocks, size), np.int64)  # row -> column of the square problem
+    for level in levels:
+        weights = _square(level, size)
+        for i in range(n_blocks):
+            solved = np.where(allowed[i], weights[i].astype(np.float64), -np.inf)
+            mate[i] = _solve(solved)[1]
+        allowed &= tight_edges(weights, allowed, mate)
+    mate = lexicographic_smallest(allowed, mate, n_pred, n_gt)
+    k = min(n_pred, n_gt)
+    real = (np.arange(size)[None, :] < n_pred) & (mate < n_gt)
+    rows = np.nonzero(real)[1].reshape(n_blocks, k)
+    return rows, np.take_along_axis(mate, rows, axis=1)
+
+
+def tight_edges(weights: np.ndarray, allowed: np.ndarray, mate: np.ndarray) -> np.ndarray:
+    """Edges of zero reduced cost under optimal dual potentials of a max-weight pairing.
+
+    ``weights`` (K, n, n) integers, ``allowed`` the edges that may be used, ``mate`` an
+    optimal perfect matching of allowed edges (row -> column). The residual graph, with
+    each row merged with its matched column, has an edge a -> b of cost
+    ``c[a, mate[b]] - c[b, mate[b]]`` (c = -weights: row a takes b's column, b gives it
+    up) and no negative cycle because ``mate`` is optimal; Bellman-Ford from a source
+    joined to every node gives potentials ``pi``. Then row potential ``pi[b]`` and column
+    potential ``pi[b] + c[b, mate[b]]`` make every allowed edge's reduced cost >= 0 and
+    every matched edge's 0; a perfect matching is optimal exactly when it uses zero-cost
+    edges only (complementary slackness).
+    """
+    n_blocks, size, _ = weights.shape
+    cost = -weights
+    by_node = np.take_along_axis(cost, mate[:, None, :].repeat(size, axis=1), axis=2)  # c[a, mate[b]]
+    ok = np.take_along_axis(allowed, mate[:, None, :].repeat(size, axis=1), axis=2)
+    own = np.take_along_axis(cost, mate[:, :, None], axis=2)[:, :, 0]  # c[b, mate[b]]
+    step = np.where(ok, by_node - own[:, None, :], _FORBIDDEN)
+    pi = np.zeros((n_blocks, size), np.int64)
+    for _ in range(size):
+        relaxed = np.minimum(pi, (pi[:, :, None] + step).min(axis=1))
+        if np.array_equal(relaxed, pi):
+            break
+        pi = relaxed
+    tight_nodes = ok & (pi[:, :, None] + step == pi[:, None, :])
+    tight = np.zeros_like(allowed)
+    blocks = np.arange(n_blocks)[:, None, None]
+    tight[blocks, np.arange(size)[None, :, None], mate[:, None, :]] = tight_nodes
+    return tight
+
+
+def lexicographic_smallest(tight: np.ndarray, mate: np.ndarray, n_pred: int, n_gt: int) -> np.ndarray:
+    """The perfect matching of ``tight`` edges whose columns, read over rows 0..n_pred-1,
+    form the lexicographically smallest sequence (columns >= n_gt are dummies: digit n_gt).
+
+    ``mate`` is any perfect matching of tight edges. Row n in turn takes the smallest
+    column it can while rows before it keep theirs: column j is possible when its owner
+    can move on, through owners of further columns, to row n's own column (rows after n
+    only), which a breadth-first search over columns finds.
+    """
+    mate = mate.copy()
+    n_blocks, size = mate.shape
+    index = np.arange(size)
+    digit = np.minimum(index, n_gt)
+    owner = np.empty_like(mate)
+    np.put_along_axis(owner, mate, np.broadcast_to(index, mate.shape), axis=1)
+    for n in range(n_pred):
+        current = digit[mate[:, n]]
+        candidates = tight[:, n, :] & (digit[None, :] < current[:, None]) & (owner > n)
+        active = np.flatnonzero(candidates.any(axis=1))
+        if not len(active):
+            continue
+        t, m, o = tight[active], mate[active], owner[active]
+        free = index[None, :] > n  # rows that may still move
+        reach = np.zeros((len(active), size), bool)  # columns from which n's column is reachable
+        reach[np.arange(len(active)), m[:, n]] = True
+        via = np.full((len(active), size), -1)  # per row: the column it moves to
+        joined = np.zeros((len(active), size), bool)
+        while True:
+            hits = t & reach[:, None, :]
+            new = hits.any(axis=2) & free & ~joined
+            if not new.any():
+                break
+            via = np.where(new, hits.argmax(axis=2), via)
+            joined |= new
+            reach |= np.take_along_axis(joined, o, axis=1)
+        choice = np.where(candidates[active] & reach, digit[None, :], size + 1)
+        target = choice.argmin(axis=1)
+        moving = choice.min(axis=1) < current[active]
+        for j, b in enumerate(active):  # walk each alternating cycle (short in practice)
+            if not moving[j]:
+                continue
+            column, row = target[j], o[j, target[j]]
+            mate[b, n] = column
+            owner[b, column] = n
+            while row != n:
+                column = via[j, row]
+                mate[b, row] = column
+                next_row = o[j, column]
+                owner[b, column] = row
+                row = next_row
+    return mate
+
+
 def brute_force_match(shared: np.ndarray, substitutable: np.ndarray,
                       exact: np.ndarray) -> list[tuple[int, int]]:
-    """Oracle for tests: enumerate every pairing of size min(N, M), compare lexicographically."""
+    """Oracle for tests: enumerate every pairing of size min(N, M), keep the best by
+    (S, W, X) and then the lexicographically smallest GT sequence over predicted rows."""
     from itertools import permutations
 
     n_pred, n_gt = shared.shape
-    tie = tie_break_weights(n_pred, n_gt)
     best_key, best = None, []
     if n_pred <= n_gt:
         candidates = ([(n, m) for n, m in enumerate(p)] for p in permutations(range(n_gt), n_pred))
     else:
         candidates = ([(n, m) for m, n in enumerate(p)] for p in permutations(range(n_pred), n_gt))
     for pairs in candidates:
-        key = tuple(sum(int(x[n, m]) for n, m in pairs) for x in (shared, substitutable, exact, tie))
+        sequence = [n_gt] * n_pred
+        for n, m in pairs:
+            sequence[n] = m
+        key = (*(sum(int(x[n, m]) for n, m in pairs) for x in (shared, substitutable, exact)),
+               tuple(-d for d in sequence))
         if best_key is None or key > best_key:
             best_key, best = key, sorted(pairs)
     return best
