@@ -2,6 +2,7 @@
 
 Metrics are read from the registry at call time, so every registered metric a model
 holds appears without changes here; metrics a family did not compute are left out.
+The metric table itself is the core's (:func:`kieval_core.results.metric_table`).
 """
 
 from __future__ import annotations
@@ -13,36 +14,16 @@ import plotly.graph_objects as go
 
 from kieval_core import EvaluationResult
 from kieval_core import registry as metric_registry
-from kieval_core.results import corrections_table
+from kieval_core.results import corrections_table, metric_table, reported_metrics
 
 from .style import KIND_COLORS, KIND_LABELS, base_layout
 from .text import is_missing, plain
 
+__all__ = [
+    "best_models", "corrections_figure", "is_count", "metric_cards", "metric_table", "reported_metrics",
+]
+
 FP_FN_COLOR = "#7f7f7f"
-
-
-def reported_metrics(result: EvaluationResult, headline: bool = False) -> list[metric_registry.Metric]:
-    """The registry metrics at least one model holds, in registry order."""
-    metrics = metric_registry.metrics_of(result.metrics)
-    return [
-        m
-        for m in metrics
-        if (m.headline or not headline)
-        and any(m.computed(model) and m.get(model) is not None for model in result.models.values())
-    ]
-
-
-def metric_table(result: EvaluationResult, headline: bool = False) -> pd.DataFrame:
-    """One row per model (index ``model``), one column per metric label: fractions for
-    scores, integers for counts, NaN where a metric is not defined for that model."""
-    metrics = reported_metrics(result, headline)
-    rows = {
-        name: {m.label: m.get(model) if m.computed(model) else None for m in metrics}
-        for name, model in result.models.items()
-    }
-    table = pd.DataFrame.from_dict(rows, orient="index", columns=[m.label for m in metrics])
-    table.index.name = "model"
-    return table.apply(pd.to_numeric)
 
 
 def is_count(metric: metric_registry.Metric, table: pd.DataFrame) -> bool:

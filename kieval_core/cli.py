@@ -24,7 +24,7 @@ from .normalize import Normalizer
 from .outputs import Interrupted, OutputSet, StagedFile, stop_on_signals
 from .peer_families import STRUCTURES, PeerOptions
 from .registry import FAMILIES, METRICS, Metric
-from .report import DECISION_ROWS, WHOLE_ROWS, render_report, summary_frame, value_at
+from .report import DECISION_ROWS, WHOLE_ROWS, cell_text, render_report, summary_frame, value_at
 from .review import Costs
 from .runs import RunStage, digest, load_run
 from .safe_text import CSV_FORMULAS, csv_text, for_terminal
@@ -147,19 +147,11 @@ class _Progress:
             sys.stderr.write("\n")
 
 
-def _cell(value, whole: bool = False) -> str:
-    if value is None or (isinstance(value, float) and value != value):
-        return "n/a"
-    if isinstance(value, float) and not whole:
-        return f"{value:.4f}"
-    return f"{value:,.0f}" if isinstance(value, (int, float)) else str(value)
-
-
 def _format_summary(frame: pd.DataFrame) -> str:
     """Metrics as rows, models as columns; counts with thousands separators, fractions
     and thresholds with four decimals."""
     shown = frame.set_index("model").astype(object).T
-    text = shown.apply(lambda row: row.map(lambda v: _cell(v, row.name in WHOLE_ROWS)), axis=1)
+    text = shown.apply(lambda row: row.map(lambda v: cell_text(v, row.name in WHOLE_ROWS)), axis=1)
     return text.to_string()
 
 

@@ -183,6 +183,20 @@ DECISION_ROWS = {
 WHOLE_ROWS = frozenset({"Reviews / 1,000 docs at τ", "Cost / 1,000 docs at min"})
 
 
+def cell_text(value, whole: bool = False) -> str:
+    """A figure for a table people read: n/a when undefined, fractions and thresholds with
+    four decimals, counts (and ``whole`` figures) with thousands separators.
+
+    >>> cell_text(0.90654), cell_text(12345), cell_text(360.4, whole=True), cell_text(None)
+    ('0.9065', '12,345', '360', 'n/a')
+    """
+    if value is None or (isinstance(value, float) and value != value):
+        return "n/a"
+    if isinstance(value, float) and not whole:
+        return f"{value:.4f}"
+    return f"{value:,.0f}" if isinstance(value, (int, float)) else str(value)
+
+
 def summary_frame(result: EvaluationResult, report: dict) -> pd.DataFrame:
     """One row per model: every computed registry metric, then the decision figures (read
     from the report; a target reachable only by full review reads "not reachable", a

@@ -24,6 +24,7 @@ from .locations import LOCATION_COLUMNS, box_list, has_locations
 from .model import Dataset
 from .normalize import Normalizer
 from .peer_families import PeerFigures
+from .registry import Metric, metrics_of
 from .review import ReviewModel, automation_curve, curves_by_entity_type, recommend
 from .scores import Corrections, Counts, aligned_score
 from .tally import Tally, figures
@@ -226,6 +227,17 @@ class ModelResult:
             return None
         return recommend(self.curve, target, self.n_documents, level)
 
+    # --- notebooks ------------------------------------------------------------------------
+
+    def to_frame(self) -> pd.DataFrame:
+        """The per-document table (:attr:`documents`), a copy to change at will."""
+        return self.documents.copy()
+
+    def _repr_html_(self) -> str:
+        from .notebook import model_html  # the notebook view reads this module
+
+        return model_html(self)
+
 
 @dataclass(frozen=True)
 class EvaluationResult:
@@ -248,6 +260,43 @@ class EvaluationResult:
                 by_text.setdefault(warning, []).append(model.name)
         merged = [f"{', '.join(names)}: {text}" for text, names in by_text.items()]
         return [*self.gt.warnings, *merged, *self.warnings]
+
+    def to_frame(self) -> pd.DataFrame:
+        """Every model's per-document table, one after the other, with a ``model`` column first."""
+        frames = [m.documents.assign(model=name) for name, m in self.models.items()]
+        if not frames:
+            return pd.DataFrame(columns=["model", "doc_id"])
+        out = pd.concat(frames, ignore_index=True)
+        return out[["model", *[c for c in out.columns if c != "model"]]]
+
+    def _repr_html_(self) -> str:
+        from .notebook import result_html  # the notebook view reads this module
+
+        return result_html(self)
+
+
+def reported_metrics(result: EvaluationResult, headline: bool = False) -> list[Metric]:
+    """The registry metrics at least one model holds, in registry order (only the headline
+    ones with ``headline``)."""
+    return [
+        m
+        for m in metrics_of(result.metrics)
+        if (m.headline or not headline)
+        and any(m.computed(model) and m.get(model) is not None for model in result.models.values())
+    ]
+
+
+def metric_table(result: EvaluationResult, headline: bool = False) -> pd.DataFrame:
+    """One row per model (index ``model``), one column per metric label: fractions for
+    scores, integers for counts, NaN where a metric is not defined for that model."""
+    metrics = reported_metrics(result, headline)
+    rows = {
+        name: {m.label: m.get(model) if m.computed(model) else None for m in metrics}
+        for name, model in result.models.items()
+    }
+    table = pd.DataFrame.from_dict(rows, orient="index", columns=[m.label for m in metrics])
+    table.index.name = "model"
+    return table.apply(pd.to_numeric)
 
 
 def corrections_table(result: EvaluationResult) -> pd.DataFrame:
