@@ -13,10 +13,22 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
+from .errors import KievalOptionError
 from .review import ReviewModel
+from .validation import check_choice, check_columns, check_int
 
 SUMMARY_COLUMNS = ["entity_type", "predictions", "with_confidence", "coverage", "accuracy",
                    "mean_confidence", "ece", "brier", "auroc"]
+
+
+def _checked(confidence, correct) -> tuple[np.ndarray, np.ndarray]:
+    """Confidences and right/wrong flags, one of each per prediction."""
+    confidence, correct = np.asarray(confidence), np.asarray(correct)
+    if confidence.ndim != 1 or confidence.shape != correct.shape:
+        msg = (f"confidence and correct must be one-dimensional, one value per prediction each, got "
+               f"shapes {confidence.shape} and {correct.shape}")
+        raise KievalOptionError(msg)
+    return confidence.astype(np.float64), correct.astype(bool)
 
 
 def reliability(confidence: np.ndarray, correct: np.ndarray, bins: int = 10) -> pd.DataFrame:
@@ -29,6 +41,8 @@ def reliability(confidence: np.ndarray, correct: np.ndarray, bins: int = 10) -> 
     ...     ["predictions", "accuracy"]].values.tolist()
     [[1.0, 0.0], [2.0, 0.5]]
     """
+    check_int("bins", bins, minimum=1)
+    confidence, correct = _checked(confidence, correct)
     edges = np.linspace(0.0, 1.0, bins + 1)
     index = np.clip(np.searchsorted(edges, confidence, side="right") - 1, 0, bins - 1)
     count = np.bincount(index, minlength=bins)
@@ -43,6 +57,7 @@ def reliability(confidence: np.ndarray, correct: np.ndarray, bins: int = 10) -> 
 
 def expected_calibration_error(table: pd.DataFrame) -> float | None:
     """Bin-size weighted mean of |accuracy - mean confidence| (None without predictions)."""
+    check_columns("table", table, ["predictions", "gap"], "reliability")
     n = int(table["predictions"].sum())
     if not n:
         return None
@@ -59,6 +74,7 @@ def auroc(confidence: np.ndarray, correct: np.ndarray) -> float | None:
     >>> auroc(np.array([0.5, 0.5]), np.array([True, False]))
     0.5
     """
+    confidence, correct = _checked(confidence, correct)
     n_pos = int(correct.sum())
     n_neg = len(correct) - n_pos
     if not n_pos or not n_neg:
@@ -86,6 +102,7 @@ def _summary(name: str, confidence: np.ndarray, has: np.ndarray, correct: np.nda
 def calibration(model: ReviewModel, bins: int = 10) -> pd.DataFrame:
     """Calibration figures, first over all predictions (``entity_type`` = None), then per
     entity type with predictions."""
+    check_int("bins", bins, minimum=1)
     correct = ~model.wrong
     conf = model.confidence
     rows = [_summary(None, conf, model.has_confidence, correct, bins)]
@@ -99,6 +116,8 @@ def calibration(model: ReviewModel, bins: int = 10) -> pd.DataFrame:
 def reliability_of(model: ReviewModel, entity_type: str | None = None, bins: int = 10) -> pd.DataFrame:
     """The reliability table of a model's predictions that carry a confidence (all, or one
     entity type's)."""
+    if entity_type is not None:
+        check_choice("entity_type", entity_type, model.entity_types)
     mine = model.has_confidence.copy()
     if entity_type is not None:
         mine &= model.entity_type == model.entity_types.index(entity_type)

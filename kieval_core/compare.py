@@ -16,6 +16,7 @@ from .registry import METRICS, Metric
 from .results import ModelResult
 from .tally import figures
 from .uncertainty import resample_weights
+from .validation import check_choice, check_instance, check_int, check_share
 
 COLUMNS = ["key", "metric", "A", "B", "delta", "low", "high", "higher_is_better", "verdict"]
 
@@ -39,6 +40,12 @@ def paired_bootstrap(a: ModelResult, b: ModelResult, resamples: int = 1000, seed
     Columns ``key, metric, A, B, delta, low, high, higher_is_better, verdict`` (verdict:
     ``B better``, ``A better`` or ``no clear difference`` when the interval holds 0).
     """
+    check_instance("a", a, ModelResult)
+    check_instance("b", b, ModelResult)
+    check_int("resamples", resamples, minimum=1)
+    check_int("seed", seed)
+    check_share("level", level, open_interval=True)
+    check_int("chunk", chunk, minimum=1)
     metrics = comparable_metrics(a, b)
     ids = a.tally.documents.index
     counts_a = a.tally.documents
@@ -81,6 +88,10 @@ def paired_bootstrap(a: ModelResult, b: ModelResult, resamples: int = 1000, seed
 
 def per_document(a: ModelResult, b: ModelResult, column: str) -> pd.DataFrame:
     """``doc_id, A, B, difference, A errors, B errors`` of one per-document figure."""
+    check_instance("a", a, ModelResult)
+    check_instance("b", b, ModelResult)
+    shared = [c for c in a.documents.columns if c in set(b.documents.columns) and c != "doc_id"]
+    check_choice("column", column, shared)
     docs_a = a.documents.set_index("doc_id")
     docs_b = b.documents.set_index("doc_id").reindex(docs_a.index)
     frame = pd.DataFrame({"A": docs_a[column], "B": docs_b[column], "A errors": docs_a["errors"],
@@ -91,6 +102,7 @@ def per_document(a: ModelResult, b: ModelResult, column: str) -> pd.DataFrame:
 
 def disagreements(a: ModelResult, b: ModelResult, column: str = "aligned", n: int = 20) -> pd.DataFrame:
     """The documents where two models differ most on ``column`` (then on errors)."""
+    check_int("n", n)
     frame = per_document(a, b, column)
     size = frame["difference"].abs()
     errors = (frame["B errors"] - frame["A errors"]).abs()

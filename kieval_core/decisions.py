@@ -20,6 +20,7 @@ from .field_thresholds import per_field_thresholds
 from .results import ModelResult
 from .review import NO_CONFIDENCE, Costs, automation_curve, minimum_cost, recommend, review_with, with_costs
 from .uncertainty import bootstrap, holdout, random_half
+from .validation import check_instance, check_int, check_share
 
 ENTITY_CURVE = ["threshold", "auto_rate", "kieval_aligned"]
 DOCUMENT_CURVE = ["threshold", "straight_through_rate", "document_accuracy"]
@@ -55,13 +56,14 @@ class DecisionOptions:
     slices: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        for name, value in (("target", self.target), ("document target", self.document_target)):
-            if value is not None and not 0.0 <= value <= 1.0:
-                msg = f"the {name} must lie in [0, 1], got {value}"
-                raise KievalOptionError(msg)
-        if not 0 <= self.resamples <= MAX_RESAMPLES:
-            msg = (f"the number of bootstrap resamples must lie in [0, {MAX_RESAMPLES:,}], "
-                   f"got {self.resamples:,}")
+        check_share("target", self.target)
+        if self.document_target is not None:
+            check_share("document_target", self.document_target)
+        check_instance("costs", self.costs, Costs)
+        check_int("resamples", self.resamples, maximum=MAX_RESAMPLES)
+        check_int("seed", self.seed)
+        if not isinstance(self.slices, tuple) or not all(isinstance(s, str) for s in self.slices):
+            msg = f"slices must be a tuple of metadata keys (str), got {self.slices!r}"
             raise KievalOptionError(msg)
 
     @property
@@ -80,6 +82,7 @@ def automation_section(model: ModelResult, options: DecisionOptions,
                        records: Records = _plain_records) -> dict:
     """The ``automation`` section of one model's JSON report. ``records`` turns a table
     into its JSON value (the report writer passes a fast column-wise one)."""
+    check_instance("options", options, DecisionOptions)
     section: dict = {
         "has_confidence": model.has_confidence,
         "confidence_coverage": model.confidence_coverage,
@@ -172,6 +175,7 @@ class SliceThresholds:
 def slice_thresholds(model: ModelResult, key: str, target: float) -> SliceThresholds:
     """Per value of a metadata key: its documents, accuracy without review, and its own
     recommended threshold for ``target``; and the plan that applies them together."""
+    check_share("target", target)
     labels = model.slice_labels(key)
     review = model.review
     rows, doc_limit = [], np.full(review.n_documents, np.inf)

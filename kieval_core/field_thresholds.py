@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .review import ReviewModel, automation_curve, review_at, review_by_entity_type
+from .validation import check_share
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ EXACT_LIMIT = 2 * 10**8
 def per_field_thresholds(model: ReviewModel, target: float) -> FieldThresholds:
     """Thresholds per entity type: fewest reviews with overall KIEval_Aligned^t >= target
     (and some automation); among those, the highest accuracy (module docstring)."""
+    check_share("target", target)
     options = {}
     fixed = 0.0
     for code, name in enumerate(model.entity_types):

@@ -27,6 +27,16 @@ import pandas as pd
 from .engine import Counted, run_ranks
 from .errors import KievalOptionError
 from .scores import aligned_score
+from .validation import (
+    check_choice,
+    check_columns,
+    check_instance,
+    check_int,
+    check_length,
+    check_number,
+    check_share,
+    check_threshold,
+)
 
 #: Reasons shown instead of automation figures.
 NO_CONFIDENCE = "the predictions carry no confidence"
@@ -51,6 +61,10 @@ class Costs:
     substitution: float = 10.0
     addition: float = 10.0
     deletion: float = 10.0
+
+    def __post_init__(self) -> None:
+        for name in ("per_review", "per_document", "substitution", "addition", "deletion"):
+            check_number(name, getattr(self, name), minimum=0, finite=True)
 
     def as_dict(self) -> dict:
         return {"per_review": self.per_review, "per_document": self.per_document,
@@ -287,12 +301,15 @@ def review_at(model: ReviewModel, threshold: float | Mapping[str, float],
     >>> review_at(m, 0.0).kieval_aligned, review_at(m, 0.5).kieval_aligned
     (0.5, 1.0)
     """
+    check_threshold("threshold", threshold, model.entity_types)
     return review_with(model, model.thresholds_of(threshold), costs)
 
 
 def review_with(model: ReviewModel, limits: np.ndarray, costs: Costs = Costs()) -> ReviewPoint:
     """The review with one threshold per prediction (e.g. a threshold per slice of
     documents): a prediction is reviewed when its confidence is below its limit."""
+    limits = check_length("limits", limits, model.n_predictions, "prediction")
+    check_instance("costs", costs, Costs)
     return _point(model, model.confidence < limits, costs)
 
 
@@ -334,6 +351,10 @@ def review_by_entity_type(model: ReviewModel, threshold: float | Mapping[str, fl
     """Per entity type at ``threshold``: predictions, reviewed, fixed by review, errors left
     by kind, accuracy after review. The review model decomposes by entity type (cells are
     per entity type), so the rows sum to the totals of :func:`review_at`."""
+    if isinstance(threshold, np.ndarray):
+        check_length("threshold", threshold, model.n_predictions, "prediction")
+    else:
+        check_threshold("threshold", threshold, model.entity_types)
     limits = model.thresholds_of(threshold)
     rows = []
     for code, name in enumerate(model.entity_types):
@@ -404,6 +425,10 @@ def automation_curve(model: ReviewModel) -> pd.DataFrame:
 
 def with_costs(curve: pd.DataFrame, costs: Costs, n_documents: int) -> pd.DataFrame:
     """The curve with ``cost`` and ``cost_per_1000_documents`` at every threshold."""
+    check_columns("curve", curve, ["reviewed", "opened_documents", "substitution", "addition", "deletion"],
+                  "automation_curve")
+    check_instance("costs", costs, Costs)
+    check_int("n_documents", n_documents)
     cost = (costs.per_review * curve["reviewed"] + costs.per_document * curve["opened_documents"]
             + costs.substitution * curve["substitution"] + costs.addition * curve["addition"]
             + costs.deletion * curve["deletion"]).astype(np.float64)
@@ -414,6 +439,8 @@ def with_costs(curve: pd.DataFrame, costs: Costs, n_documents: int) -> pd.DataFr
 def point_at(curve: pd.DataFrame, threshold: float) -> pd.Series:
     """The curve's state at any threshold: the first curve point at or above it (nothing
     changes between two distinct confidences)."""
+    check_columns("curve", curve, ["threshold"], "automation_curve")
+    check_number("threshold", threshold)
     i = int(np.searchsorted(curve["threshold"].to_numpy(), threshold, side="left"))
     return curve.iloc[min(i, len(curve) - 1)]
 
@@ -475,7 +502,10 @@ def recommend(curve: pd.DataFrame, target: float, n_documents: int, level: str =
     >>> recommend(curve, 0.95, 2).reachable, recommend(curve, 0.95, 2).best_reachable
     (False, 0.9)
     """
-    accuracy_column, automation_column = _LEVELS[level]
+    accuracy_column, automation_column = _LEVELS[check_choice("level", level, _LEVELS)]
+    _check_curve(curve, [accuracy_column, automation_column])
+    check_share("target", target)
+    check_int("n_documents", n_documents)
     accuracy = curve[accuracy_column].to_numpy()
     automated = curve[automation_column].to_numpy() > 0
     best = float(accuracy[automated].max()) if automated.any() else None
@@ -495,6 +525,9 @@ def recommend(curve: pd.DataFrame, target: float, n_documents: int, level: str =
 def recommend_for_automation(curve: pd.DataFrame, auto_rate: float, n_documents: int) -> Recommendation:
     """The threshold automating at least ``auto_rate`` of the predictions with the best
     accuracy (the largest such threshold: accuracy never falls as the threshold grows)."""
+    _check_curve(curve)
+    check_share("auto_rate", auto_rate)
+    check_int("n_documents", n_documents)
     ok = np.flatnonzero(curve["auto_rate"].to_numpy() >= auto_rate - 1e-12)
     row = curve.iloc[int(ok[-1])]
     return _chosen(row, n_documents)
@@ -503,10 +536,19 @@ def recommend_for_automation(curve: pd.DataFrame, auto_rate: float, n_documents:
 def recommend_for_budget(curve: pd.DataFrame, reviews_per_1000: float, n_documents: int) -> Recommendation:
     """The largest threshold (best accuracy) whose reviews per 1,000 documents stay within
     the budget."""
+    _check_curve(curve)
+    check_number("reviews_per_1000", reviews_per_1000, minimum=0)
+    check_int("n_documents", n_documents)
     per_1000 = curve["reviewed"].to_numpy() * 1000.0 / max(n_documents, 1)
     ok = np.flatnonzero(per_1000 <= reviews_per_1000 + 1e-9)
     row = curve.iloc[int(ok[-1])] if len(ok) else curve.iloc[0]
     return _chosen(row, n_documents)
+
+
+def _check_curve(curve: pd.DataFrame, columns: Sequence[str] = ()) -> None:
+    """A curve of :func:`automation_curve` (what a recommendation reads of it)."""
+    needed = ["threshold", "auto_rate", "kieval_aligned", "reviewed", "straight_through_rate"]
+    check_columns("curve", curve, dict.fromkeys([*needed, *columns]), "automation_curve")
 
 
 def _chosen(row: pd.Series, n_documents: int) -> Recommendation:
@@ -536,6 +578,8 @@ class MinimumCost:
 
 def minimum_cost(curve: pd.DataFrame) -> MinimumCost:
     """The threshold of least total cost on a curve with costs (:func:`with_costs`)."""
+    columns = ["threshold", "cost", "cost_per_1000_documents", "auto_rate", "kieval_aligned"]
+    check_columns("curve", curve, columns, "with_costs")
     cost = curve["cost"].to_numpy()
     i = int(np.flatnonzero(cost <= cost.min() + 1e-9 * max(1.0, abs(cost.min())))[0])
     row = curve.iloc[i]

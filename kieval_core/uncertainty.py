@@ -10,7 +10,9 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
+from .errors import KievalOptionError
 from .review import ReviewModel, automation_curve, recommend, review_at, thresholds
+from .validation import check_int, check_length, check_share
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,11 @@ def bootstrap(model: ReviewModel, target: float, resamples: int = 1000, seed: in
               band_points: int = 1000, chunk: int = 50) -> Bootstrap:
     """Resample documents with replacement; each resample's exact curve gives its own
     recommended threshold. Deterministic for a seed."""
+    check_share("target", target)
+    check_int("resamples", resamples)
+    check_int("seed", seed)
+    check_int("band_points", band_points, minimum=1)
+    check_int("chunk", chunk, minimum=1)
     taus = thresholds(model.confidence)
     distinct, column = np.unique(model.confidence, return_inverse=True)
     at = np.searchsorted(distinct, taus, side="left")  # predictions reviewed at each threshold
@@ -135,7 +142,14 @@ def holdout(model: ReviewModel, target: float, chosen: np.ndarray, *, names: tup
     """Choose the threshold on the documents of ``chosen`` (a mask over ``doc_ids``) and
     read its accuracy after review, with a bootstrap interval, on the others (resampled
     ``chunk`` at a time: memory does not grow with ``resamples`` x documents)."""
-    chosen = np.asarray(chosen, bool)
+    check_share("target", target)
+    chosen = check_length("chosen", chosen, model.n_documents, "document").astype(bool)
+    if len(names) != 2 or not all(isinstance(n, str) for n in names):
+        msg = f"names must be two str (the part chosen on, the part checked on), got {names!r}"
+        raise KievalOptionError(msg)
+    check_int("resamples", resamples, minimum=1)
+    check_int("seed", seed)
+    check_int("chunk", chunk, minimum=1)
     part_a, part_b = model.restrict(chosen), model.restrict(~chosen)
     rec = recommend(automation_curve(part_a), target, part_a.n_documents)
     if not rec.reachable or not part_b.n_documents:
@@ -159,6 +173,8 @@ def holdout(model: ReviewModel, target: float, chosen: np.ndarray, *, names: tup
 
 def random_half(n_documents: int, seed: int = 0) -> np.ndarray:
     """A seeded random half of the documents (a mask), for :func:`holdout`."""
+    check_int("n_documents", n_documents)
+    check_int("seed", seed)
     mask = np.zeros(n_documents, bool)
     mask[np.random.default_rng(seed).permutation(n_documents)[: n_documents // 2]] = True
     return mask

@@ -84,7 +84,7 @@ def test_outputs_that_cannot_be_written_are_found_before_the_work(tmp_path, caps
 
 def test_the_bootstrap_is_bounded(tmp_path, capsys):
     assert main([*run_args(tmp_path, MODELS[0]), "--bootstrap", "100000000"]) == 2
-    assert "must lie in [0, 10,000]" in capsys.readouterr().err
+    assert "resamples must be an integer in [0, 10,000], got 100000000" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
