@@ -25,10 +25,12 @@ from .outputs import Interrupted, OutputSet, StagedFile, stop_on_signals
 from .peer_families import STRUCTURES, PeerOptions
 from .registry import FAMILIES, METRICS, Metric
 from .report import DECISION_ROWS, WHOLE_ROWS, cell_text, render_report, summary_frame, value_at
+from .results import all_errors
 from .review import Costs
 from .runs import RunStage, digest, load_run
 from .safe_text import CSV_FORMULAS, csv_text, for_terminal
 from .shards import input_name
+from .tracking import MlflowTarget
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_GATE = 0, 1, 2, 3
 
@@ -108,6 +110,11 @@ def _parser() -> argparse.ArgumentParser:
                           "'kieval dashboard DIR'; replaces an earlier run there, whole")
     out.add_argument("--force", action="store_true",
                      help="let --save-run replace a directory that holds other files (they are deleted)")
+    out.add_argument("--mlflow", nargs="?", const="", metavar="EXPERIMENT",
+                     help="log the evaluation as one MLflow run (parameters, every metric per model, the "
+                          "automation curve, the report, errors, saved run and charts) to "
+                          "MLFLOW_TRACKING_URI (default ./mlruns), in EXPERIMENT (default: "
+                          "MLFLOW_EXPERIMENT_NAME or kieval); needs pip install 'kieval-workbench[mlflow]'")
     out.add_argument("--gate", action="append", default=[], metavar="'KEY>=V'",
                      help="exit 3 unless KEY (e.g. kieval.aligned>=0.8, oi.oiecer<=0.2) holds for "
                           "every model; the operator must follow the metric's direction")
@@ -249,9 +256,12 @@ def _evaluate(args: argparse.Namespace) -> int:
     peer = PeerOptions(args.cer_threshold, args.peer_structure)
     engine = {}
     if args.engine == "dask":  # the workers write the detail and return the errors, if asked
-        engine = {"engine": "dask", "scheduler": args.scheduler, "errors": args.errors_csv is not None}
+        engine = {"engine": "dask", "scheduler": args.scheduler,
+                  "errors": args.errors_csv is not None or args.mlflow is not None}
     elif args.scheduler is not None:
         raise KievalOptionError("--scheduler needs --engine dask")
+    # the store is found (or the missing extra named) before the work starts
+    tracker = MlflowTarget.open(args.mlflow or None) if args.mlflow is not None else None
     with OutputSet() as outputs:  # every output is staged before the work starts, then committed together
         json_out = outputs.add(StagedFile(args.json, "--json")) if args.json else None
         csv_out = outputs.add(StagedFile(args.errors_csv, "--errors-csv")) if args.errors_csv else None
@@ -275,10 +285,12 @@ def _evaluate(args: argparse.Namespace) -> int:
         if run is not None:
             run.write(result, report.text, _inputs(args.gt, args.pred), _options(args))
         if csv_out is not None:
-            frames = [m.errors.assign(model=name) for name, m in result.models.items()]
-            errors = pd.concat(frames, ignore_index=True)
-            csv_text(errors[["model", *errors.columns[:-1]]], csv_out.path, args.csv_formulas)
+            csv_text(all_errors(result), csv_out.path, args.csv_formulas)
         outputs.commit()
+    if tracker is not None:
+        run_id = tracker.log(result, report, options=_options(args), run_dir=args.save_run,
+                             csv_formulas=args.csv_formulas)
+        _say(f"MLflow: run {run_id} of experiment {tracker.experiment!r} at {tracker.uri}")
     failures = _failures(report.figures, gates)
     for failure in failures:
         _say(f"gate failed: {failure}")

@@ -321,6 +321,16 @@ def corrections_table(result: EvaluationResult) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("model")
 
 
+def all_errors(result: EvaluationResult) -> pd.DataFrame:
+    """Every model's error list (:attr:`ModelResult.errors`), one after the other, with a
+    ``model`` column first: the CLI's ``--errors-csv``."""
+    frames = [m.errors.assign(model=name) for name, m in result.models.items()]
+    if not frames:
+        return pd.DataFrame(columns=["model", *ERROR_COLUMNS])
+    errors = pd.concat(frames, ignore_index=True)
+    return errors[["model", *errors.columns[:-1]]]
+
+
 def error_table(counted: Counted) -> pd.DataFrame:
     """The error list (:attr:`ModelResult.errors`) of the engine's tables: documents in
     the order of ``counted.doc_ids``, additions before the predictions' errors, each in
