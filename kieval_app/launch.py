@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -41,14 +41,16 @@ def command(port: int, host: str, server_options: Sequence[str] = ()) -> list[st
     ]
 
 
-def launch(port: int, host: str, server_options: Sequence[str] = (), run: Path | None = None) -> NoReturn:
-    """Become the dashboard server; ``run`` opens a saved run.
+def launch(port: int, host: str, server_options: Sequence[str] = (), run: Path | None = None,
+           limits: Mapping[str, str] | None = None) -> NoReturn:
+    """Become the dashboard server; ``run`` opens a saved run; ``limits`` are the
+    ``KIEVAL_...`` variables of its limits (:mod:`kieval_core.limits`).
 
     The process is replaced rather than given a child, so whatever stops ``kieval
     dashboard`` (Ctrl-C, a service manager's SIGTERM, a test's ``terminate()``) stops the
     server itself instead of orphaning it.
     """
-    env = dict(os.environ)
+    env = {**os.environ, **(limits or {})}
     if run is not None:
         env[OPEN_RUN] = str(Path(run).resolve())
     os.chdir(app_root())

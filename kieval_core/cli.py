@@ -19,6 +19,7 @@ import pandas as pd
 from .decisions import MAX_RESAMPLES, DecisionOptions
 from .errors import KievalInputError, KievalOptionError, UndefinedMetricWarning
 from .evaluate import ENGINES, evaluate
+from .limits import LIMITS, SPECS, Limits
 from .loaders import FORMATS, LoadOptions
 from .normalize import Normalizer
 from .outputs import Interrupted, OutputSet, StagedFile, stop_on_signals
@@ -64,9 +65,8 @@ def _parser() -> argparse.ArgumentParser:
                       help="format lists: the parallel fields whose i-th values form row i")
     read.add_argument("--list-sep", default="|", metavar="SEP",
                       help="format lists: the separator inside list fields (default |)")
-    read.add_argument("--max-file-size", type=float, default=1024, metavar="MB",
-                      help="refuse inputs larger than this many MiB (default 1024; with --engine dask, "
-                           "each shard)")
+    _limit_options(ev.add_argument_group("limits (each also an environment variable; see the README)"),
+                   "cli")
     score = ev.add_argument_group("scoring")
     score.add_argument("--normalize", default="default", metavar="OPTS",
                        help="value normaliser: default, or casefold and/or numbers (comma-separated)")
@@ -128,8 +128,27 @@ def _parser() -> argparse.ArgumentParser:
     dash.add_argument("--port", type=int, default=8501, help="port (default 8501)")
     dash.add_argument("--host", default="localhost",
                       help="address to listen on (default localhost: this machine only; 0.0.0.0 for all)")
+    _limit_options(dash.add_argument_group("limits of the server (each also an environment variable)"), "app")
     sub.add_parser("metrics", help="list every metric with its definition")
     return parser
+
+
+def _limit_options(group: argparse._ArgumentGroup, context: str) -> None:
+    """One option per limit of :mod:`kieval_core.limits` (the session limit only for the
+    dashboard); unset options leave the environment variable or the default."""
+    defaults = Limits.defaults(context)
+    for spec in LIMITS:
+        if spec.field == "session_mb" and context == "cli":
+            continue
+        kind = int if spec.field == "rows" else float
+        shown = f"{getattr(defaults, spec.field):,g}"
+        group.add_argument(spec.option, dest=spec.field, type=kind, default=None,
+                           metavar=spec.unit.upper() if spec.unit != "x" else "RATIO",
+                           help=f"{spec.meaning} (default {shown} {spec.unit}; {spec.env})")
+
+
+def _limits(args: argparse.Namespace, context: str) -> Limits:
+    return Limits.from_env(context, **{s.field: getattr(args, s.field, None) for s in LIMITS})
 
 
 class _Progress:
@@ -246,7 +265,7 @@ def _predictions(items: list[str]) -> dict[str, str]:
 def _evaluate(args: argparse.Namespace) -> int:
     related = tuple(f.strip() for f in args.related_fields.split(",") if f.strip())
     options = LoadOptions(format=args.format, key=args.key, aliases=tuple(args.alias),
-                          meta=tuple(dict.fromkeys(args.meta)), max_bytes=int(args.max_file_size * 2**20),
+                          meta=tuple(dict.fromkeys(args.meta)), limits=_limits(args, "cli"),
                           related_fields=related, list_separator=args.list_sep)
     gates = parse_gates(args.gate, args.fail_under)
     decisions = DecisionOptions(target=args.target_accuracy, document_target=args.document_target,
@@ -318,9 +337,10 @@ def _options(args: argparse.Namespace) -> dict:
 def _dashboard(args: argparse.Namespace, server_options: list[str]) -> int:
     from kieval_app.launch import launch  # the app is only needed to start it
 
+    limits = _limits(args, "app")  # checked now, given to the server as its environment
     if args.run is not None:
         load_run(args.run)  # a clear error now rather than in the browser
-    return launch(args.port, args.host, server_options, args.run)
+    return launch(args.port, args.host, server_options, args.run, limits.environ())
 
 
 def _list_metrics() -> int:
@@ -383,6 +403,13 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INPUT
     except OSError as exc:  # an output path that cannot be written
         _say(f"error: {exc}")
+        return EXIT_INPUT
+    except MemoryError:  # beyond the estimates of kieval_core.limits: still a limit, named
+        budget = SPECS["memory_mb"]
+        print(f"error: out of memory (the memory budget is {_limits(args, 'cli').memory_mb:,.0f} MiB, "
+              f"the machine may have less free); split the input (--engine dask reads shards one at a "
+              f"time) or lower {budget.option} ({budget.env}) so inputs are refused before they are "
+              "read", file=sys.stderr)
         return EXIT_INPUT
     except Exception as exc:  # the last line of defence: no traceback for users
         _say(f"internal error: {type(exc).__name__}: {exc}. Please report it with the input that caused it.")

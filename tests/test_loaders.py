@@ -6,6 +6,7 @@ import io
 import json
 import math
 import zipfile
+from dataclasses import replace
 
 import pandas as pd
 import pytest
@@ -13,6 +14,7 @@ from builders import write_jsonl
 
 from kieval_core import KievalInputError, LoadOptions, NoCommonDocuments, evaluate, load, load_bytes
 from kieval_core.cli import main
+from kieval_core.limits import Limits
 from kieval_core.loaders.nested import flatten_document
 
 
@@ -238,14 +240,15 @@ def test_ambiguous_llm_answers_are_refused(tmp_path, text, expected):
 
 
 def test_size_limits(tmp_path, capsys):
-    small = LoadOptions(max_bytes=1000)
+    small = LoadOptions(limits=replace(Limits.defaults("cli"), file_mb=1000 / 2**20))
     with pytest.raises(KievalInputError, match="above the limit"):
         load_bytes(b"doc_id,entity,value\n" + b"a,b,c\n" * 500, "big.csv", small)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:  # compresses 1000:1
         archive.writestr("a.json", json.dumps({"x": "a" * 100_000}))
-    with pytest.raises(KievalInputError, match=r"bomb.zip \(uncompressed\).*above the limit"):
-        load_bytes(buffer.getvalue(), "bomb.zip", LoadOptions(max_bytes=50_000))
+    tight = LoadOptions(limits=replace(Limits.defaults("cli"), uncompressed_mb=50_000 / 2**20))
+    with pytest.raises(KievalInputError, match=r"bomb.zip: 0.10 MiB uncompressed is above the limit"):
+        load_bytes(buffer.getvalue(), "bomb.zip", tight)
     path = tmp_path / "big.jsonl"
     path.write_text(json.dumps({"doc_id": "a", "fields": {"x": "y" * 3000}}) + "\n")
     assert main(["evaluate", "--gt", str(path), "--pred", str(path), "--max-file-size", "0.001"]) == 2

@@ -13,6 +13,7 @@ import functools
 import io
 import os
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePath
@@ -22,6 +23,7 @@ import orjson
 
 from ..errors import KievalInputError, KievalOptionError
 from ..gcpause import cycle_collector_paused
+from ..limits import BYTES_PER_TEXT_BYTE, MIB, RATIO_FLOOR, LimitExceeded, Limits, load_cost
 from ..model import Dataset
 from .builder import DatasetBuilder
 from .cord import cord_entities, valid_lines_of
@@ -42,10 +44,10 @@ from .nested import NestedReader, doc_id_of, text_numbers
 from .table import DELIMITERS, read_table
 
 _IOB2_SUFFIXES = (".bio", ".bioes", ".iob", ".iob2")
-#: Default size limit of one input (a file, a directory, or a zip once uncompressed).
-MAX_BYTES = 1 << 30
 #: Most files a directory or zip may hold.
 MAX_FILES = 200_000
+#: Bytes inflated at a time when a zip member is read (the cap is checked between chunks).
+_ZIP_CHUNK = MIB
 #: Files in a directory or zip that are never documents.
 _IGNORED_FILES = (".DS_Store", "README", "README.md", "LICENSE")
 _NAN = float("nan")
@@ -67,9 +69,9 @@ class LoadOptions:
     meta : tuple of str
         Record-level metadata keys (``split``, ``vendor``): kept per document, never
         scored (JSON keys, or columns of a long table).
-    max_bytes : int
-        Largest file (or directory, or uncompressed zip) read; larger inputs are refused
-        with a message before anything is read.
+    limits : Limits
+        What an input may cost (:mod:`kieval_core.limits`): larger inputs are refused with
+        a message before they are read. Default: the command line's defaults.
     related_fields, list_separator
         Format ``lists`` (SPEC 6.4): fields holding ``list_separator``-separated lists
         whose i-th values form row i (group i of type ``row``).
@@ -79,7 +81,7 @@ class LoadOptions:
     key: str | None = None
     aliases: tuple[tuple[str, str], ...] = ()
     meta: tuple[str, ...] = ()
-    max_bytes: int = MAX_BYTES
+    limits: Limits = Limits.defaults("cli")
     related_fields: tuple[str, ...] = ()
     list_separator: str = "|"
 
@@ -92,11 +94,8 @@ class LoadOptions:
             raise KievalOptionError(msg)
 
     def check_size(self, size: int, source: str) -> None:
-        """Refuse inputs above :attr:`max_bytes` before reading them."""
-        if size > self.max_bytes:
-            msg = (f"{size / 2**20:,.0f} MiB is above the limit of {self.max_bytes / 2**20:,.0f} MiB "
-                   "(raise it with --max-file-size)")
-            raise KievalInputError(source, None, msg)
+        """Refuse a file (or directory) above the file size limit before reading it."""
+        self.limits.check("file_mb", size, source, "on disk")
 
 
 # --- the readers ---------------------------------------------------------------------------
@@ -201,7 +200,7 @@ def _parse_document(text: str, source: str) -> Any:
 
 
 def _read_table(data: bytes, source: str, options: LoadOptions, builder: DatasetBuilder) -> None:
-    read_table(data, source, PurePath(source).suffix.lower(), builder, options.meta)
+    read_table(data, source, PurePath(source).suffix.lower(), builder, options.meta, options.limits)
 
 
 def _read_cord(data: bytes, source: str, options: LoadOptions, builder: DatasetBuilder) -> None:
@@ -339,14 +338,17 @@ def load_bytes(data: bytes, source: str, options: LoadOptions = LoadOptions(),
     name = name or PurePath(source).stem
     options.check_size(len(data), source)
     if source.lower().endswith(".zip"):
-        members = _zip_members(data, source, options)
-        return load_files(members, source, options, name, keep_structures=keep_structures)
+        members, skipped = _zip_members(data, source, options)
+        return load_files(members, source, options, name, keep_structures=keep_structures, skipped=skipped)
     suffix = PurePath(source).suffix.lower()
+    if suffix != ".parquet":  # a Parquet file is checked on its footer (loaders.table)
+        options.limits.check("uncompressed_mb", len(data), source, "of text")
+        options.limits.check_memory(load_cost(len(data)), source)
     fmt = options.format if options.format != "auto" else detect_file_format(data, suffix, source)
     reader = READERS[fmt]
     if reader.read_file is None:
         raise KievalInputError(source, None, f"format {fmt} needs a directory or a .zip of files")
-    builder = DatasetBuilder(source, name, fmt, keep_structures)
+    builder = DatasetBuilder(source, name, fmt, keep_structures, max_rows=options.limits.rows)
     with cycle_collector_paused():
         reader.read_file(data, source, options, builder)
     if not builder.where:
@@ -355,18 +357,32 @@ def load_bytes(data: bytes, source: str, options: LoadOptions = LoadOptions(),
 
 
 def load_files(files: Mapping[str, bytes], source: str, options: LoadOptions, name: str, *,
-               keep_structures: bool = True) -> Dataset:
-    """A directory (or zip) of one file per document; doc_id = file stem."""
+               keep_structures: bool = True, skipped: list[str] | None = None) -> Dataset:
+    """A directory (or zip) of one file per document; doc_id = file stem. ``skipped``
+    names the members that were not read (said in the load report's warnings)."""
     if not files:
-        raise KievalInputError(source, None, "the directory has no files")
+        shown = f" (skipped: {_listed(skipped)})" if skipped else ""
+        raise KievalInputError(source, None, f"the directory has no files{shown}")
     fmt = options.format if options.format != "auto" else detect_directory_format(files, source)
     reader = READERS[fmt]
     if reader.read_files is None:
         raise KievalInputError(source, None, f"format {fmt} is read from one file, not a directory")
-    builder = DatasetBuilder(source, name, fmt, keep_structures)
+    builder = DatasetBuilder(source, name, fmt, keep_structures, max_rows=options.limits.rows)
+    if skipped:
+        builder.warnings.append(f"{len(skipped)} member(s) not read: {_listed(skipped)}")
     with cycle_collector_paused():
         reader.read_files(files, source, options, builder)
     return builder.build()
+
+
+def _listed(names: list[str], at_most: int = 10) -> str:
+    """Names joined, the first ``at_most`` of them.
+
+    >>> _listed(["a", "b", "c"], at_most=2)
+    'a, b and 1 more'
+    """
+    more = f" and {len(names) - at_most} more" if len(names) > at_most else ""
+    return ", ".join(names[:at_most]) + more
 
 
 def detect_file_format(data: bytes, suffix: str, source: str) -> str:
@@ -407,23 +423,118 @@ def detect_directory_format(files: Mapping[str, bytes], source: str) -> str:
     raise KievalInputError(source, None, msg)
 
 
-def _zip_members(data: bytes, source: str, options: LoadOptions) -> dict[str, bytes]:
-    """Members of a zip, read in memory; never extracted to disk, sizes checked first."""
+def _zip_members(data: bytes, source: str, options: LoadOptions) -> tuple[dict[str, bytes], list[str]]:
+    """Members of a zip, read in memory (never extracted to disk), and the members skipped
+    (hidden, macOS metadata, README/LICENSE), each with the reason.
+
+    Sizes are checked on the declared sizes first and again on the bytes as they inflate,
+    in chunks, with an explicit cap: a member that inflates beyond the uncompressed limit
+    (or lies about its size), or at a ratio above the zip ratio limit, is refused as soon
+    as it does. Two members with the same file name in different folders would be the same
+    document: refused, with both names.
+    """
+    limits = options.limits
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         members = [m for m in archive.infolist() if not m.is_dir()]
         if len(members) > MAX_FILES:
             raise KievalInputError(source, None, f"{len(members)} files; at most {MAX_FILES} are read")
-        options.check_size(sum(m.file_size for m in members), f"{source} (uncompressed)")
-        return {
-            PurePath(m.filename).name: archive.read(m)
-            for m in sorted(members, key=lambda m: m.filename)
-            if not PurePath(m.filename).name.startswith(".")
-            and "__MACOSX" not in m.filename
-            and PurePath(m.filename).name not in _IGNORED_FILES
-        }
-    except (zipfile.BadZipFile, OSError, RuntimeError) as exc:
+        declared = sum(m.file_size for m in members)
+        limits.check("uncompressed_mb", declared, source, "uncompressed")
+        limits.check_memory(load_cost(declared), source)
+        cap = _Cap.of(limits, source)
+        files: dict[str, bytes] = {}
+        paths: dict[str, str] = {}
+        skipped: list[str] = []
+        total = 0
+        for member in sorted(members, key=lambda m: m.filename):
+            name = _member_name(member.filename)
+            reason = _skip_reason(member.filename, name)
+            if reason:
+                skipped.append(f"{member.filename} ({reason})")
+                continue
+            if name in files:
+                msg = (f"document {PurePath(name).stem!r} appears twice: {paths[name]}, {member.filename} "
+                       "(members are documents by file name; rename one or zip them apart)")
+                raise KievalInputError(source, None, msg)
+            files[name] = _read_member(archive, member, source, limits, cap, total)
+            paths[name] = member.filename
+            total += len(files[name])
+        return files, skipped
+    except (zipfile.BadZipFile, OSError, RuntimeError, EOFError, zlib.error) as exc:
         raise KievalInputError(source, None, f"not a readable zip archive ({exc})") from None
+
+
+def _member_name(filename: str) -> str:
+    """A member's file name; a backslash counts as a folder separator (zips written on
+    Windows), so ``a\\doc1.json`` is ``doc1.json``."""
+    return PurePath(filename.replace("\\", "/")).name
+
+
+def _skip_reason(filename: str, name: str) -> str | None:
+    parts = filename.replace("\\", "/").split("/")
+    if "__MACOSX" in parts:
+        return "macOS metadata"
+    if ".." in parts:
+        return "its path leaves the archive"
+    if name.startswith("."):
+        return "hidden"
+    if name in _IGNORED_FILES:
+        return "not a document"
+    if not name:
+        return "no file name"
+    return None
+
+
+@dataclass(frozen=True)
+class _Cap:
+    """The most bytes a zip may inflate to: the uncompressed limit, or what the memory
+    budget can read, whichever is smaller."""
+
+    bytes: int
+    limit: str
+    source: str
+
+    @classmethod
+    def of(cls, limits: Limits, source: str) -> _Cap:
+        readable = limits.memory_bytes // BYTES_PER_TEXT_BYTE
+        if limits.uncompressed_bytes <= readable:
+            return cls(limits.uncompressed_bytes, "uncompressed_mb", source)
+        return cls(readable, "memory_mb", source)
+
+    def exceeded(self, limits: Limits, member: str) -> LimitExceeded:
+        what = ("uncompressed" if self.limit == "uncompressed_mb" else "of text, more than the memory "
+                "budget can read")
+        measured = f"more than {self.bytes / MIB:,.0f} MiB {what} ({member} inflates beyond it)"
+        return LimitExceeded(self.source, self.limit, measured, getattr(limits, self.limit))
+
+
+def _read_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo, source: str, limits: Limits,
+                 cap: _Cap, before: int) -> bytes:
+    """One member, inflated chunk by chunk: the zip at most ``cap`` bytes in all (``before``
+    were read already), the member at most the zip ratio limit times its compressed size.
+    Its declared size is not trusted."""
+    where = f"{source}/{member.filename}"
+    ratio_cap = max(RATIO_FLOOR, int(limits.zip_ratio * max(member.compress_size, 1)))
+    if member.file_size > ratio_cap:  # as declared: refused before anything is inflated
+        raise _ratio_exceeded(where, member.file_size, member, limits)
+    chunks, size = [], 0
+    with archive.open(member) as stream:
+        while chunk := stream.read(_ZIP_CHUNK):
+            size += len(chunk)
+            if before + size > cap.bytes:
+                raise cap.exceeded(limits, member.filename)
+            if size > ratio_cap:
+                raise _ratio_exceeded(where, size, member, limits)
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _ratio_exceeded(where: str, size: int, member: zipfile.ZipInfo, limits: Limits) -> LimitExceeded:
+    ratio = size / max(member.compress_size, 1)
+    measured = (f"{size / MIB:,.0f} MiB from {member.compress_size:,} bytes, a compression ratio of "
+                f"{ratio:,.0f}x,")
+    return LimitExceeded(where, "zip_ratio", measured, limits.zip_ratio)
 
 
 __all__ = ["FORMATS", "READERS", "LoadOptions", "Reader", "decode_text", "load", "load_bytes", "load_files"]

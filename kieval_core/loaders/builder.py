@@ -25,6 +25,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..errors import KievalInputError
+from ..limits import LimitExceeded
 from ..locations import LOCATION_COLUMNS, Location, LocationProblems
 from ..model import ENTITY_COLUMNS, NON_GROUP, Dataset
 
@@ -129,8 +130,11 @@ def _merge(parts: list[tuple[np.ndarray, np.ndarray]], as_text: bool) -> tuple[n
 class DatasetBuilder:
     """Collects the documents of one input and builds the dataset."""
 
-    def __init__(self, source: str, name: str, fmt: str, keep_structures: bool = False) -> None:
+    def __init__(self, source: str, name: str, fmt: str, keep_structures: bool = False,
+                 max_rows: int | None = None) -> None:
         self.source = source
+        self.max_rows = max_rows  # the rows limit (kieval_core.limits), checked chunk by chunk
+        self._packed_rows = 0
         self.name = name
         self.format = fmt
         self.keep_structures = keep_structures
@@ -189,16 +193,24 @@ class DatasetBuilder:
         confidence``; ``doc_ids`` in input order, ``where`` the first line of each."""
         for doc_id in doc_ids:
             self.document(doc_id, where[doc_id])
+        self._check_rows(len(frame))
         self.table = frame
 
     def note(self, text: str) -> None:
         if text not in self.notes:
             self.notes.append(text)
 
+    def _check_rows(self, rows: int) -> None:
+        if self.max_rows is not None and rows > self.max_rows:
+            raise LimitExceeded(self.source, "rows", f"more than {self.max_rows:,} entities", self.max_rows)
+
     def _pack(self) -> None:
-        """Move the open chunk's lists into compact arrays."""
+        """Move the open chunk's lists into compact arrays (refusing an input beyond the
+        rows limit as soon as a chunk passes it)."""
         first = len(self.where) - len(self._counts)
         columns = self.columns
+        self._packed_rows += len(columns)
+        self._check_rows(self._packed_rows)
         self._chunks.append(_Chunk(
             doc=np.repeat(np.arange(first, first + len(self._counts), dtype=np.int64), self._counts),
             group_type=_codes(columns.group_type),

@@ -26,6 +26,7 @@ import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
 from ..errors import KievalInputError
+from ..limits import Limits, load_cost
 from ..locations import LOCATION_COLUMNS, LocationProblems
 from .builder import DatasetBuilder
 from .jsontext import (
@@ -42,13 +43,11 @@ DELIMITERS = {".csv": ",", ".tsv": "\t", ".tab": "\t"}
 
 
 def read_table(data: bytes, source: str, suffix: str, builder: DatasetBuilder,
-               meta_keys: tuple[str, ...] = ()) -> None:
-    """Read a long table (by its suffix: CSV/TSV, Parquet, else JSONL) into ``builder``."""
+               meta_keys: tuple[str, ...] = (), limits: Limits | None = None) -> None:
+    """Read a long table (by its suffix: CSV/TSV, Parquet, else JSONL) into ``builder``;
+    a Parquet file is checked against ``limits`` on its footer before it is read."""
     if suffix == ".parquet":
-        try:
-            table = pq.read_table(io.BytesIO(data))
-        except Exception as exc:  # pyarrow raises many types for corrupt files
-            raise KievalInputError(source, None, f"not a readable Parquet file ({exc})") from None
+        table = read_parquet(data, source, limits or Limits.defaults("cli"))
         lines = np.arange(table.num_rows) + 1
         where = "row"
     elif suffix in DELIMITERS:
@@ -65,21 +64,71 @@ def read_table(data: bytes, source: str, suffix: str, builder: DatasetBuilder,
     builder.meta.update(meta)
 
 
+def read_parquet(data: bytes, source: str, limits: Limits) -> pa.Table:
+    """A Parquet long table, after its footer was checked: rows and uncompressed bytes
+    within ``limits``, every column of a flat type (text, numbers, booleans; binary
+    columns are read as UTF-8 text). Nothing is read before the checks pass."""
+    try:
+        file = pq.ParquetFile(io.BytesIO(data))
+        footer = file.metadata
+        uncompressed = sum(footer.row_group(i).total_byte_size for i in range(footer.num_row_groups))
+        schema = file.schema_arrow
+    except Exception as exc:  # pyarrow raises many types for corrupt files
+        raise KievalInputError(source, None, f"not a readable Parquet file ({exc})") from None
+    limits.check("rows", footer.num_rows, source, "in the footer")
+    limits.check("uncompressed_mb", uncompressed, source, "uncompressed (from the footer)")
+    limits.check_memory(load_cost(uncompressed, footer.num_rows), source)
+    for field in schema:
+        kind = field.type
+        if pa.types.is_dictionary(kind):
+            kind = kind.value_type
+        if pa.types.is_nested(kind) or not (pa.types.is_string(kind) or pa.types.is_large_string(kind)
+                                            or pa.types.is_binary(kind) or pa.types.is_large_binary(kind)
+                                            or pa.types.is_integer(kind) or pa.types.is_floating(kind)
+                                            or pa.types.is_boolean(kind) or pa.types.is_null(kind)
+                                            or pa.types.is_decimal(kind)):
+            msg = (f"column {field.name!r} is of type {field.type}; a long table's columns hold text or "
+                   "numbers (one entity per row)")
+            raise KievalInputError(source, "header", msg)
+    try:
+        table = file.read()
+    except Exception as exc:
+        raise KievalInputError(source, None, f"not a readable Parquet file ({exc})") from None
+    return _binary_as_text(table, source)
+
+
+def _binary_as_text(table: pa.Table, source: str) -> pa.Table:
+    """Binary columns (some writers store text without its UTF-8 annotation) as text;
+    a column that is not UTF-8 is refused by name."""
+    for i, field in enumerate(table.schema):
+        kind = field.type.value_type if pa.types.is_dictionary(field.type) else field.type
+        if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+            try:
+                column = pc.cast(table.column(i), pa.string())
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                msg = f"column {field.name!r} holds binary data that is not UTF-8 text"
+                raise KievalInputError(source, None, msg) from None
+            table = table.set_column(i, field.name, column)
+    return table
+
+
+#: Arrow's CSV block size to start with; a file whose one value is larger is read again in
+#: one block (Arrow refuses a value that straddles two blocks).
+CSV_BLOCK = 1 << 20
+
+
 def read_delimited(data: bytes, source: str, sep: str) -> pa.Table:
     """Read CSV/TSV bytes; every column is text. Ragged rows are refused with their row."""
     quoted = sep != "\t"
     parse = pacsv.ParseOptions(delimiter=sep, quote_char='"' if quoted else False,
                                newlines_in_values=quoted)
     try:
-        names = pacsv.open_csv(io.BytesIO(data), parse_options=parse).schema.names
-        return pacsv.read_csv(
-            io.BytesIO(data),
-            parse_options=parse,
-            convert_options=pacsv.ConvertOptions(
-                column_types={n: pa.string() for n in names},
-                strings_can_be_null=False, quoted_strings_can_be_null=False,
-            ),
-        )
+        try:
+            return _csv_table(data, parse, CSV_BLOCK)
+        except pa.ArrowInvalid as exc:
+            if "straddl" not in str(exc) or len(data) < CSV_BLOCK:
+                raise
+            return _csv_table(data, parse, len(data) + 1)  # a long value: the file as one block
     except pa.ArrowInvalid as exc:
         message = str(exc)
         if "Empty CSV file" in message:
@@ -87,6 +136,20 @@ def read_delimited(data: bytes, source: str, sep: str) -> pa.Table:
         if "UTF8" in message or "utf8" in message.lower():
             raise KievalInputError(source, None, "not UTF-8 text") from None
         raise KievalInputError(source, None, f"malformed table ({message.strip()})") from None
+
+
+def _csv_table(data: bytes, parse: pacsv.ParseOptions, block_size: int) -> pa.Table:
+    read = pacsv.ReadOptions(block_size=block_size)
+    names = pacsv.open_csv(io.BytesIO(data), read_options=read, parse_options=parse).schema.names
+    return pacsv.read_csv(
+        io.BytesIO(data),
+        read_options=read,
+        parse_options=parse,
+        convert_options=pacsv.ConvertOptions(
+            column_types={n: pa.string() for n in names},
+            strings_can_be_null=False, quoted_strings_can_be_null=False,
+        ),
+    )
 
 
 class _JsonlColumns:

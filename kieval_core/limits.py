@@ -1,0 +1,228 @@
+"""What one input, one session and one process may cost: the limits, stated once (SPEC 8b).
+
+:class:`Limits` is read by the loaders, the CLI and the dashboard alike. Every limit has a
+default for each context (the CLI: generous, for batch work on one's own machine; the
+dashboard: a server shared by a team), an environment variable and a command-line
+option (:data:`LIMITS`, which the README's "Limits" table follows). Sizes are checked on
+what a file *will* cost, before it is read: the uncompressed bytes of a zip (members read
+with an explicit byte cap, never trusting the sizes it declares), Parquet rows and
+uncompressed bytes from the footer, and an estimate of the memory a load takes
+(:func:`load_cost`) against the process budget. A refusal is a :class:`LimitExceeded`
+naming the file, the limit and how to raise it.
+
+>>> limits = Limits.defaults("cli")
+>>> limits.file_mb, limits.zip_ratio
+(1024.0, 200.0)
+>>> Limits.from_env("app", {"KIEVAL_MAX_FILE_MB": "50"}).file_mb
+50.0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .errors import KievalInputError, KievalOptionError
+
+MIB = 2**20
+#: Contexts with their own defaults: the command line and the dashboard server.
+CONTEXTS = ("cli", "app")
+#: Peak memory of reading text input, per byte of text (bench/bench_memory.py: 4-4.6x).
+BYTES_PER_TEXT_BYTE = 5
+#: Peak memory of reading one entity (row) of input (bench/bench_memory.py: ~250 bytes).
+BYTES_PER_ENTITY = 250
+#: Below this many bytes a zip member's compression ratio is not checked (a tiny file of
+#: blanks compresses a thousandfold and costs nothing).
+RATIO_FLOOR = MIB
+
+
+@dataclass(frozen=True)
+class LimitSpec:
+    """One limit: its field, environment variable, command-line option and meaning."""
+
+    field: str
+    env: str
+    option: str
+    unit: str
+    meaning: str
+
+
+#: Every limit, in the order of the README's table.
+LIMITS = (
+    LimitSpec("file_mb", "KIEVAL_MAX_FILE_MB", "--max-file-size", "MiB",
+              "bytes of one input file (an upload, or a file, directory or shard on the command line)"),
+    LimitSpec("uncompressed_mb", "KIEVAL_MAX_UNCOMPRESSED_MB", "--max-uncompressed", "MiB",
+              "uncompressed bytes of one input: a zip's members as they inflate, a Parquet file's "
+              "columns from its footer"),
+    LimitSpec("zip_ratio", "KIEVAL_MAX_ZIP_RATIO", "--max-zip-ratio", "x",
+              "compression ratio of one zip member (members under 1 MiB are not checked)"),
+    LimitSpec("rows", "KIEVAL_MAX_ROWS", "--max-rows", "rows",
+              "entities (rows) of one input; a Parquet file's footer is checked before reading"),
+    LimitSpec("session_mb", "KIEVAL_SESSION_MB", "--session-mb", "MiB",
+              "dashboard: bytes one browser session may hold (its uploads and their results)"),
+    LimitSpec("memory_mb", "KIEVAL_MEMORY_BUDGET_MB", "--memory-budget", "MiB",
+              "the process's memory budget: a load or scoring whose estimated cost does not fit "
+              "is refused (the dashboard answers 'busy')"),
+)
+SPECS = {spec.field: spec for spec in LIMITS}
+
+
+def machine_memory_mb() -> float:
+    """Memory of this machine (or of the container's cgroup, when it sets less), in MiB."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not POSIX: assume a small machine
+        total = 8 * 2**30
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path) as file:
+                text = file.read().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            total = min(total, int(text))
+    return total / MIB
+
+
+#: Share of the machine's memory a process may use by default, per context.
+MEMORY_SHARE = {"cli": 0.8, "app": 0.5}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The limits of one process (see the module docstring and :data:`LIMITS`).
+
+    Sizes are in MiB (floats, so a test can set a few KiB); ``rows`` is a count;
+    ``zip_ratio`` the largest uncompressed/compressed ratio of a zip member.
+    """
+
+    file_mb: float
+    uncompressed_mb: float
+    zip_ratio: float
+    rows: int
+    session_mb: float
+    memory_mb: float
+
+    def __post_init__(self) -> None:
+        for spec in LIMITS:
+            value = getattr(self, spec.field)
+            if not value > 0:
+                msg = f"{spec.option} ({spec.env}) must be positive, got {value!r}"
+                raise KievalOptionError(msg)
+
+    @classmethod
+    def defaults(cls, context: str = "cli") -> Limits:
+        """The defaults of ``context`` (``cli`` or ``app``); the memory budget is a share of
+        the machine's memory (:data:`MEMORY_SHARE`)."""
+        if context not in CONTEXTS:
+            msg = f"unknown context {context!r}; choose one of {', '.join(CONTEXTS)}"
+            raise KievalOptionError(msg)
+        memory = round(machine_memory_mb() * MEMORY_SHARE[context])
+        if context == "cli":
+            return cls(file_mb=1024.0, uncompressed_mb=4096.0, zip_ratio=200.0, rows=10_000_000,
+                       session_mb=float(memory), memory_mb=float(memory))
+        return cls(file_mb=200.0, uncompressed_mb=512.0, zip_ratio=200.0, rows=5_000_000,
+                   session_mb=float(max(256, memory // 4)), memory_mb=float(memory))
+
+    @classmethod
+    def from_env(cls, context: str = "cli", environ: Mapping[str, str] | None = None,
+                 **overrides: float | None) -> Limits:
+        """The defaults of ``context``, then the ``KIEVAL_...`` variables of ``environ``
+        (default: the process's), then ``overrides`` that are not None (command-line options)."""
+        environ = os.environ if environ is None else environ
+        values = dataclasses.asdict(cls.defaults(context))
+        for spec in LIMITS:
+            text = environ.get(spec.env, "").strip()
+            if text:
+                values[spec.field] = _number(text, spec)
+            if overrides.get(spec.field) is not None:
+                values[spec.field] = overrides[spec.field]
+        unknown = set(overrides) - set(SPECS)
+        if unknown:
+            msg = f"unknown limit(s) {', '.join(sorted(unknown))}"
+            raise KievalOptionError(msg)
+        values["rows"] = int(values["rows"])
+        return cls(**{k: (v if k == "rows" else float(v)) for k, v in values.items()})
+
+    def environ(self) -> dict[str, str]:
+        """These limits as environment variables (for a server started with them)."""
+        return {spec.env: f"{getattr(self, spec.field):g}" for spec in LIMITS}
+
+    # --- bytes ---------------------------------------------------------------------
+
+    @property
+    def file_bytes(self) -> int:
+        return int(self.file_mb * MIB)
+
+    @property
+    def uncompressed_bytes(self) -> int:
+        return int(self.uncompressed_mb * MIB)
+
+    @property
+    def session_bytes(self) -> int:
+        return int(self.session_mb * MIB)
+
+    @property
+    def memory_bytes(self) -> int:
+        return int(self.memory_mb * MIB)
+
+    # --- checks ----------------------------------------------------------------------
+
+    def check(self, field: str, amount: float, source: str, what: str) -> None:
+        """Refuse ``amount`` (bytes, or rows for ``rows``, or a ratio) above the limit
+        ``field``; ``what`` says what was measured ("uncompressed", "rows in the footer")."""
+        limit = getattr(self, field)
+        spec = SPECS[field]
+        scale = MIB if spec.unit == "MiB" else 1
+        if amount > limit * scale:
+            raise LimitExceeded(source, spec, f"{_shown(amount / scale, spec)} {what}", limit)
+
+    def check_memory(self, cost: int, source: str) -> None:
+        """Refuse a load whose estimated memory (:func:`load_cost`) exceeds the budget."""
+        self.check("memory_mb", cost, source, "of memory estimated to read it")
+
+
+class LimitExceeded(KievalInputError):
+    """An input above a limit: names the file, the limit and how to raise it."""
+
+    def __init__(self, source: str, spec: LimitSpec | str, measured: str, limit: float) -> None:
+        spec = SPECS[spec] if isinstance(spec, str) else spec
+        self.spec, self.measured, self.limit = spec, measured, limit
+        problem = (f"{measured} is above the limit of {_shown(limit, spec)} "
+                   f"(raise it with {spec.option} or {spec.env})")
+        super().__init__(source, None, problem)
+
+    def __reduce__(self):
+        return type(self), (self.source, self.spec.field, self.measured, self.limit)
+
+
+def _shown(value: float, spec: LimitSpec) -> str:
+    if spec.unit == "MiB":
+        return f"{value:,.0f} MiB" if value >= 10 else f"{value:,.2f} MiB"
+    if spec.unit == "x":
+        return f"{value:,.0f}x"
+    return f"{value:,.0f} {spec.unit}"
+
+
+def _number(text: str, spec: LimitSpec) -> float:
+    try:
+        return float(text.replace("_", ""))
+    except ValueError:
+        msg = f"{spec.env}={text!r} is not a number"
+        raise KievalOptionError(msg) from None
+
+
+def load_cost(text_bytes: int, rows: int = 0) -> int:
+    """Estimated peak memory of reading an input of ``text_bytes`` uncompressed bytes and
+    ``rows`` entities (when known, e.g. from a Parquet footer), from the measured costs
+    (:data:`BYTES_PER_TEXT_BYTE`, :data:`BYTES_PER_ENTITY`).
+
+    >>> load_cost(100 * MIB) // MIB
+    500
+    """
+    return max(text_bytes * BYTES_PER_TEXT_BYTE, rows * BYTES_PER_ENTITY)
+
+
+__all__ = ["LIMITS", "LimitExceeded", "LimitSpec", "Limits", "load_cost", "machine_memory_mb"]
