@@ -45,7 +45,7 @@ from .decisions import DecisionOptions
 from .errors import KievalOptionError
 from .model import DatasetSummary
 from .registry import METRICS
-from .report import DECISION_ROWS, Report, render_report, value_at
+from .report import DECISION_ROWS, Report, build_report, render_report, value_at
 from .results import EvaluationResult, all_errors
 from .safe_text import csv_text
 
@@ -126,6 +126,17 @@ def metric_values(report: Mapping[str, Any]) -> dict[str, float]:
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 out[f"{prefixes[name]}.{key}"] = float(value)
     return out
+
+
+#: Decisions for figures logged every epoch: no bootstrap (it only adds intervals).
+EPOCH_DECISIONS = DecisionOptions(resamples=0)
+
+
+def result_metrics(result: EvaluationResult,
+                   decisions: DecisionOptions = EPOCH_DECISIONS) -> dict[str, float]:
+    """:func:`metric_values` of a result, without writing the report's tables: what a training
+    loop logs after each validation pass (``mlflow.log_metrics(result_metrics(r), step=epoch)``)."""
+    return metric_values(build_report(result, decisions, records=lambda frame: None))
 
 
 def curve_values(report: Mapping[str, Any]) -> dict[str, list[float]]:
@@ -293,5 +304,7 @@ def log_mlflow(result: EvaluationResult, experiment: str | None = None, *, track
     return MlflowTarget.open(experiment, tracking_uri).log(result, decisions=decisions, run_name=run_name)
 
 
-__all__ = ["INSTALL", "MlflowTarget", "curve_values", "log_mlflow", "metric_values", "run_params"]
+__all__ = [
+    "INSTALL", "MlflowTarget", "curve_values", "log_mlflow", "metric_values", "result_metrics", "run_params",
+]
 

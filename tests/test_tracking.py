@@ -20,7 +20,7 @@ from kieval_core.report import DECISION_ROWS, value_at  # noqa: E402
 from kieval_core.results import all_errors  # noqa: E402
 from kieval_core.runs import load_run  # noqa: E402
 from kieval_core.safe_text import csv_text  # noqa: E402
-from kieval_core.tracking import INSTALL, log_mlflow  # noqa: E402
+from kieval_core.tracking import INSTALL, log_mlflow, result_metrics  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_data"
@@ -124,3 +124,11 @@ def test_without_the_extra_one_message_names_the_install_command(store, monkeypa
                  "--mlflow"])
     err = capsys.readouterr().err
     assert code == 2 and err == f"error: logging to MLflow needs the mlflow extra: {INSTALL}\n"
+
+
+def test_per_epoch_figures_are_the_logged_ones(result, store):
+    """result_metrics (no tables, no bootstrap) gives the names and values a run logs."""
+    decisions = DecisionOptions(target=0.9, resamples=0)
+    run_id = log_mlflow(result, tracking_uri=store, decisions=decisions)
+    logged = MlflowClient(tracking_uri=store).get_run(run_id).data.metrics
+    assert result_metrics(result, decisions) == {k: v for k, v in logged.items() if ".curve." not in k}
