@@ -153,10 +153,12 @@ def test_the_fast_parser_is_used_for_plain_data():
 
 
 def test_structures_are_kept_unless_declined():
-    record = b'{"doc_id": "d", "prediction": {"total": {"value": 5, "confidence": 0.9}}}\n'
+    record = b'{"doc_id": "d", "prediction": {"total": {"value": 5, "confidence": 0.9}, "tax": 1.50}}\n'
     assert load_bytes(record, "p.jsonl", keep_structures=False).structures is None
-    kept = load_bytes(record, "p.jsonl").structures
-    assert kept == {"d": {"total": "5"}} and type(kept["d"]["total"]) is JsonNumber
+    # numbers as json.load reads them (SPEC 5), the entities keep the JSON text (SPEC 1)
+    ds = load_bytes(record, "p.jsonl")
+    assert ds.structures == {"d": {"total": 5, "tax": 1.5}} and type(ds.structures["d"]["total"]) is int
+    assert sorted(ds.entities["value"]) == ["1.50", "5"]
 
 
 def test_chunks_give_the_same_table_as_one_chunk():

@@ -40,7 +40,7 @@ from .jsontext import (
 )
 from .kieval_csv import read_kieval_csv
 from .lists import list_rows
-from .nested import NestedReader, doc_id_of, text_numbers
+from .nested import NestedReader, doc_id_of, reference_numbers
 from .table import DELIMITERS, read_table
 
 _IOB2_SUFFIXES = (".bio", ".bioes", ".iob", ".iob2")
@@ -215,7 +215,7 @@ def _read_cord(data: bytes, source: str, options: LoadOptions, builder: DatasetB
         rows = [(g, k, t, v, _NAN) for g, k, t, v in entities]
         truth = record.get("ground_truth")
         structure = truth.get("gt_parse") if isinstance(truth, dict) else record.get("gt_parse")
-        kept = text_numbers(structure) if builder.keep_structures and structure is not None else None
+        kept = reference_numbers(structure) if builder.keep_structures and structure is not None else None
         builder.add(doc_id, where, rows, kept, reader.take_meta(record), locations)
 
     read_records(data, source, add)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import PurePath
 from typing import Any
@@ -277,18 +278,45 @@ def flatten_document(
 
 def plain_structure(node: Any) -> Any:
     """The structure as uploaded with scored leaves replaced by their values, numbers as
-    their JSON text (:func:`text_numbers`).
+    ``json.load`` gives them (:func:`reference_numbers`).
 
     >>> plain_structure({"a": [{"value": 5, "confidence": 0.8}], "b": {"c": "x"}})
-    {'a': ['5'], 'b': {'c': 'x'}}
+    {'a': [5], 'b': {'c': 'x'}}
     """
     if is_scored_leaf(node):
-        return text_numbers(node["value"])
+        return reference_numbers(node["value"])
     if isinstance(node, dict):
         return {key: plain_structure(child) for key, child in node.items()}
     if isinstance(node, list):
         return [plain_structure(item) for item in node]
-    return text_numbers(node)
+    return reference_numbers(node)
+
+
+def reference_numbers(node: Any) -> Any:
+    """Numbers as ``json.load`` reads them, all the way down: :class:`JsonNumber` text
+    becomes ``int`` or ``float`` (``1.50`` -> ``1.5``), the fast parser's numbers stay. The
+    structures kept for ANLS* and nTED hold these, so the scores equal the reference
+    packages on the same files (SPEC 5); entity values keep the JSON text (SPEC 1).
+
+    >>> reference_numbers({"tax": JsonNumber("1.50"), "n": [JsonNumber("30000"), "7"]})
+    {'tax': 1.5, 'n': [30000, '7']}
+    """
+    if isinstance(node, dict):
+        return {key: reference_numbers(child) for key, child in node.items()}
+    if isinstance(node, list):
+        return [reference_numbers(item) for item in node]
+    if type(node) is JsonNumber:
+        if not _JSON_INT.fullmatch(node):
+            return float(node)
+        try:
+            return int(node)
+        except ValueError:  # past Python's digit limit json.load fails too: keep the text
+            return node
+    return node
+
+
+#: A JSON number without fraction or exponent: ``json.load`` makes it an ``int``.
+_JSON_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
 
 
 def text_numbers(node: Any) -> Any:
