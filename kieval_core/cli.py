@@ -27,6 +27,7 @@ from .peer_families import STRUCTURES, PeerOptions
 from .registry import FAMILIES, METRICS, Metric
 from .report import DECISION_ROWS, WHOLE_ROWS, cell_text, render_report, summary_frame, value_at
 from .results import all_errors
+from .retention import describe_size, format_runs, list_runs, prune_runs, remove_run, saved_at
 from .review import Costs
 from .runs import RunStage, digest, load_run
 from .safe_text import CSV_FORMULAS, csv_text, for_terminal
@@ -130,6 +131,19 @@ def _parser() -> argparse.ArgumentParser:
                       help="address to listen on (default localhost: this machine only; 0.0.0.0 for all)")
     _limit_options(dash.add_argument_group("limits of the server (each also an environment variable)"), "app")
     sub.add_parser("metrics", help="list every metric with its definition")
+    runs = sub.add_parser("runs", help="list, remove or prune saved runs",
+                          description="The saved runs of the runs directory (the dashboard's Save this run).")
+    runs.add_argument("--dir", type=Path, metavar="DIR",
+                      help="the runs directory (default: $KIEVAL_RUNS_DIR, else ~/.kieval/runs)")
+    action = runs.add_subparsers(dest="action", required=True)
+    action.add_parser("list", help="every saved run: id, date, size, models, ground truth")
+    rm = action.add_parser("rm", help="remove saved runs by id")
+    rm.add_argument("ids", nargs="+", metavar="ID")
+    prune = action.add_parser("prune", help="remove runs older than DAYS, then the oldest until the rest fit "
+                                            "in N MiB")
+    prune.add_argument("--older-than", type=float, metavar="DAYS")
+    prune.add_argument("--max-total-mb", type=float, metavar="N")
+    prune.add_argument("--dry-run", action="store_true", help="say what would be removed, remove nothing")
     return parser
 
 
@@ -343,6 +357,25 @@ def _dashboard(args: argparse.Namespace, server_options: list[str]) -> int:
     return launch(args.port, args.host, server_options, args.run, limits.environ())
 
 
+def _runs(args: argparse.Namespace) -> int:
+    if args.action == "list":
+        print(format_runs(list_runs(args.dir)))
+        return EXIT_OK
+    if args.action == "rm":
+        for run_id in args.ids:
+            removed = remove_run(run_id, args.dir)
+            print(for_terminal(f"removed {removed.id} ({describe_size(removed.bytes)})"))
+        return EXIT_OK
+    if args.older_than is None and args.max_total_mb is None:
+        raise KievalOptionError("kieval runs prune needs --older-than DAYS and/or --max-total-mb N")
+    removed = prune_runs(args.dir, args.older_than, args.max_total_mb, dry_run=args.dry_run)
+    verb = "would remove" if args.dry_run else "removed"
+    for run in removed:
+        print(for_terminal(f"{verb} {run.id} ({describe_size(run.bytes)}, saved {saved_at(run)})"))
+    print(f"{verb} {len(removed)} run(s), {describe_size(sum(r.bytes for r in removed))}")
+    return EXIT_OK
+
+
 def _list_metrics() -> int:
     for metric in METRICS:
         print(f"{metric.key}  ({metric.family}, {metric.direction})\n    {metric.definition}")
@@ -390,6 +423,8 @@ def main(argv: list[str] | None = None) -> int:
                 return _evaluate(args)
             if args.command == "dashboard":
                 return _dashboard(args, server_options)
+            if args.command == "runs":
+                return _runs(args)
             return _list_metrics()
     except Interrupted as stop:  # SIGINT / SIGTERM: what was not finished was removed
         _say(f"kieval: stopped by {stop}; outputs not yet complete were not written")

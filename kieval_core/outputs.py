@@ -159,7 +159,9 @@ class DirectoryLock:
 def staging_directory(destination: Path) -> Path:
     """A new empty directory beside ``destination`` to build its replacement in."""
     destination.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=_temp_prefix(destination), dir=destination.parent))
+    path = Path(tempfile.mkdtemp(prefix=_temp_prefix(destination), dir=destination.parent))
+    os.chmod(path, 0o777 & ~_umask())  # mkdtemp makes it private; the run is not
+    return path
 
 
 _AT_FDCWD, _RENAME_EXCHANGE = -100, 2

@@ -31,12 +31,13 @@ import hashlib
 import json
 import shutil
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
@@ -49,6 +50,7 @@ from .outputs import DirectoryLock, replace_directory, staging_directory
 from .peer_families import PeerFigures
 from .results import EvaluationResult, ModelResult
 from .review import ReviewModel
+from .run_check import check_files, check_indices, check_manifest, parquet_files, read_manifest
 from .shards import is_glob, shard_paths
 from .tally import Tally
 
@@ -299,6 +301,7 @@ def write_run(
             "notes": list(gt.notes),
         },
         "models": models,
+        "files": parquet_files(directory),  # checked on open: sizes and rows as saved
     }
     (directory / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1), "utf-8")
     (directory / "report.json").write_text(report_text, "utf-8")
@@ -318,7 +321,12 @@ class SavedRun:
 
 
 def _read(path: Path) -> pd.DataFrame:
-    return pd.read_parquet(path)
+    try:
+        return pd.read_parquet(path)
+    except FileNotFoundError:
+        raise KievalInputError(str(path), None, "is missing from the saved run") from None
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise KievalInputError(str(path), None, f"not a readable Parquet table ({exc})") from None
 
 
 def _categorical(frame: pd.DataFrame, columns: tuple[str, ...]) -> pd.DataFrame:
@@ -370,14 +378,23 @@ def _global_rows(tables: dict) -> None:
 def load_run(directory: str | Path) -> SavedRun:
     """Read a run written by :func:`save_run` (refuses anything else with a message)."""
     directory = Path(directory)
-    manifest_path = directory / "manifest.json"
-    if not manifest_path.is_file():
-        raise KievalInputError(str(directory), None, "not a saved run (no manifest.json)")
-    manifest = json.loads(manifest_path.read_text("utf-8"))
+    manifest = read_manifest(directory)
     if manifest.get("kieval_run") != RUN_FORMAT:
         raise KievalInputError(
-            str(directory), "manifest.json", f"unknown run format {manifest.get('kieval_run')!r}"
+            str(directory), "manifest.json", f"unknown run format {str(manifest.get('kieval_run'))[:40]!r}"
         )
+    check_manifest(manifest, directory, tuple(f.name for f in fields(Normalizer)))
+    check_files(directory, manifest)
+    try:
+        return _read_run(directory, manifest)
+    except KievalInputError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError, IndexError, pa.ArrowException) as exc:
+        msg = f"the saved run's tables do not fit together ({type(exc).__name__}: {exc})"
+        raise KievalInputError(str(directory), None, msg) from None
+
+
+def _read_run(directory: Path, manifest: dict) -> SavedRun:
     info = manifest["ground_truth"]
     meta = None
     if (directory / "gt" / "meta.parquet").exists():
@@ -437,6 +454,16 @@ def _load_tally(folder: Path, entry: dict) -> Tally:
 
     predictions = _read(folder / "predictions.parquet")
     base = _read(folder / "base.parquet")
+    for path, frame, columns in ((folder / "predictions.parquet", predictions, _REVIEW_ARRAYS),
+                                 (folder / "base.parquet", base, _BASE_ARRAYS)):
+        missing = [c for c in columns if c not in frame]
+        if missing:
+            raise KievalInputError(str(path), None, f"lacks the column(s) {', '.join(missing)}")
+    n_docs, n_types = len(entry["doc_ids"]), len(entry["entity_types"])
+    for path, frame, doc, kind in ((folder / "predictions.parquet", predictions, "doc", "entity_type"),
+                                   (folder / "base.parquet", base, "base_doc", "base_type")):
+        check_indices(path, frame[doc].to_numpy(), n_docs, f"the column {doc}")
+        check_indices(path, frame[kind].to_numpy(), n_types, f"the column {kind}")
     review = ReviewModel(
         **{k: predictions[k].to_numpy() for k in _REVIEW_ARRAYS},
         doc_ids=tuple(entry["doc_ids"]),

@@ -1,0 +1,89 @@
+"""Saved runs are managed: listed, removed, pruned by age and size (SPEC 8b)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from conftest import SAMPLE_DATA
+
+from kieval_core import KievalInputError, KievalOptionError
+from kieval_core.cli import main
+from kieval_core.outputs import TEMP_MARK
+from kieval_core.retention import list_runs, prune_runs, remove_run
+from kieval_core.runs import RunStage
+
+
+def save(root, run_id: str, age_days: float = 0.0, *models: str) -> None:
+    preds = [a for m in models or ("sim_weak",) for a in ("--pred", str(SAMPLE_DATA / f"{m}.jsonl"))]
+    assert main(["evaluate", "--gt", str(SAMPLE_DATA / "cord_v2_gt.jsonl"), *preds, "--bootstrap", "0",
+                 "--save-run", str(root / run_id)]) == 0
+    stamp = time.time() - age_days * 86400
+    os.utime(root / run_id / "manifest.json", (stamp, stamp))
+
+
+@pytest.fixture
+def root(tmp_path, capsys):
+    save(tmp_path, "old", 40)
+    save(tmp_path, "middle", 10, "sim_strong", "sim_weak")
+    save(tmp_path, "new", 0)
+    (tmp_path / "not-a-run").mkdir()
+    (tmp_path / "not-a-run" / "notes.txt").write_text("mine")
+    capsys.readouterr()
+    return tmp_path
+
+
+def test_runs_are_listed_newest_first_with_size_and_date(root, capsys):
+    runs = list_runs(root)
+    assert [r.id for r in runs] == ["new", "middle", "old"]
+    assert runs[1].models == ("sim_strong", "sim_weak") and all(r.bytes > 10_000 for r in runs)
+    assert main(["runs", "--dir", str(root), "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:4] == ["id", "saved", "size", "models"]
+    assert [line.split()[0] for line in lines[1:]] == ["new", "middle", "old"]
+    assert "MiB" in lines[1] and "UTC" in lines[1]
+
+
+def test_a_run_is_removed_by_id_and_nothing_else(root, capsys):
+    assert main(["runs", "--dir", str(root), "rm", "middle"]) == 0
+    assert "removed middle" in capsys.readouterr().out
+    assert [r.id for r in list_runs(root)] == ["new", "old"]
+    for bad, error in (("not-a-run", KievalInputError), ("../new", KievalOptionError),
+                       ("x" * 300, KievalOptionError), ("middle", KievalInputError)):
+        with pytest.raises(error):
+            remove_run(bad, root)
+    assert (root / "not-a-run" / "notes.txt").read_text() == "mine"
+    with RunStage(root / "new"), pytest.raises(KievalOptionError, match="another kieval"):
+        remove_run("new", root)  # a save into it is under way
+    assert main(["runs", "--dir", str(root), "rm", "x" * 300]) == 2
+    assert len(capsys.readouterr().err) < 200
+
+
+def test_prune_by_age_then_by_total_size(root, capsys):
+    assert [r.id for r in prune_runs(root, older_than_days=30, dry_run=True)] == ["old"]
+    assert [r.id for r in list_runs(root)] == ["new", "middle", "old"]
+    sizes = {r.id: r.bytes for r in list_runs(root)}
+    limit_mb = (sizes["new"] + 1) / 2**20  # room for the newest run only
+    prune = ["runs", "--dir", str(root), "prune"]
+    assert main([*prune, "--older-than", "30", "--max-total-mb", str(limit_mb)]) == 0
+    out = capsys.readouterr().out
+    assert "removed old" in out and "removed middle" in out and "removed 2 run(s)" in out
+    assert [r.id for r in list_runs(root)] == ["new"]
+    assert (root / "not-a-run" / "notes.txt").exists()
+    assert main(["runs", "--dir", str(root), "prune"]) == 2
+
+
+def test_prune_removes_what_killed_saves_left_behind(root):
+    left = root / f".new{TEMP_MARK}abc123"
+    left.mkdir()
+    (left / "manifest.json").write_text("{}")
+    prune_runs(root, older_than_days=1000)
+    assert left.exists()  # recent: perhaps a save still running
+    os.utime(left, (time.time() - 7200, time.time() - 7200))
+    with RunStage(root / "new"):  # a save of that run holds its lock: kept
+        prune_runs(root, older_than_days=1000)
+        assert left.exists()
+    prune_runs(root, older_than_days=1000)
+    assert not left.exists()
+    assert [r.id for r in list_runs(root)] == ["new", "middle", "old"]
