@@ -233,9 +233,9 @@ class MlflowTarget:
         report (rendered here with ``decisions`` when None); ``run_dir`` a saved run to log
         as it is (else the run is saved into the artifacts here; a distributed result keeps
         its run only where ``--save-run`` put it)."""
-        from mlflow.entities import Metric, Param, RunTag
-
         _, mlflow_error = _mlflow()
+        from mlflow.entities import Metric, Param
+
         report = report or render_report(result, decisions)
         figures = json.loads(report.text)  # the report's own values, curves included
         now = int(time.time() * 1000)
@@ -257,8 +257,6 @@ class MlflowTarget:
                 folder = Path(tmp)
                 self._artifacts(result, report, folder, options, run_dir, csv_formulas)
                 self.client.log_artifacts(run_id, str(folder))
-            self.client.log_batch(run_id, tags=[RunTag("kieval.artifacts", "report.json, errors.csv, "
-                                                       "run/, charts.html")])
             self.client.set_terminated(run_id, "FINISHED")
         except (mlflow_error, OSError) as exc:
             if run_id is not None:
