@@ -116,6 +116,8 @@ def _files(docs: dict) -> dict[str, bytes]:
     table.assign(confidence=table["confidence"].astype(float)).to_parquet(parquet)
     table_jsonl = "".join(json.dumps({k: (None if (isinstance(v, float) and v != v) else v)
                                       for k, v in r.items()}) + "\n" for r in table.to_dict("records"))
+    # the CSV's cells as JSON strings: "confidence": "" is no confidence, as in the CSV
+    table_text = "".join(json.dumps(r) + "\n" for r in csv.to_dict("records"))
     return {
         "p.jsonl": jsonl.encode(),
         "p.json": json.dumps(nested).encode(),
@@ -123,6 +125,7 @@ def _files(docs: dict) -> dict[str, bytes]:
         "p.csv": csv.to_csv(index=False).encode(),
         "p.tsv": csv.to_csv(index=False, sep="\t").encode(),
         "t.jsonl": table_jsonl.encode(),
+        "t-text.jsonl": table_text.encode(),
         "p.parquet": parquet.getvalue(),
     }
 

@@ -113,6 +113,40 @@ def test_long_table_csv_tsv_jsonl_parquet(tmp_path):
         assert ds.entities["confidence"].fillna(-1).tolist() == [0.9, -1, 1.0]
 
 
+def test_a_table_jsonl_confidence_written_as_text_reads_as_the_csv_cell(tmp_path):
+    """The CSV's cells as JSON strings ("" for no confidence), all text (Arrow's reader) or
+    mixed with numbers and null (the row reader): the same entities as the CSV."""
+    frame = pd.DataFrame({"doc_id": ["a", "a", "a", "b"], "entity": ["x", "y", "z", "x"],
+                          "value": ["1", "2", "3", "4"], "confidence": ["0.9", "", " null ", "1"]})
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    expected = load(tmp_path / "t.csv").entities
+    assert expected["confidence"].fillna(-1).tolist() == [0.9, -1, -1, 1.0]
+    text = frame.to_dict(orient="records")
+    mixed = [{**r, "confidence": c} for r, c in zip(text, [0.9, "", None, 1], strict=True)]
+    for name, records in (("text", text), ("mixed", mixed)):
+        ds = load(write_jsonl(tmp_path / f"{name}.jsonl", records))
+        pd.testing.assert_frame_equal(ds.entities, expected, check_like=True, obj=name)
+    bad = [*text[:2], {**text[2], "confidence": "high"}]
+    with pytest.raises(KievalInputError, match=r"bad.jsonl, line 3: confidence 'high' is not a number"):
+        load(write_jsonl(tmp_path / "bad.jsonl", bad))
+    with pytest.raises(KievalInputError, match=r"line 2: confidence '1.5' is not a number in \[0, 1\]"):
+        load(write_jsonl(tmp_path / "high.jsonl", [mixed[1], {**mixed[0], "confidence": 1.5}]))
+
+
+def test_the_nesting_depth_limit_is_named(tmp_path):
+    deep: dict = {"v": "1"}
+    for _ in range(70):
+        deep = {"k": deep}
+    write_jsonl(tmp_path / "deep.jsonl", [{"doc_id": "d", "fields": deep}])
+    with pytest.raises(KievalInputError, match="'d': structure nested deeper than 64 levels, the limit"):
+        load(tmp_path / "deep.jsonl")
+    shallow: dict = {"v": "1"}
+    for _ in range(60):
+        shallow = {"k": shallow}
+    write_jsonl(tmp_path / "ok.jsonl", [{"doc_id": "d", "fields": shallow}])
+    assert load(tmp_path / "ok.jsonl").entities["value"].tolist() == ["1"]
+
+
 def test_nested_rules():
     rows, _ = flatten_document({
         "company": [{"value": "A", "confidence": 0.9}, {"value": "B", "confidence": 0.4}],

@@ -164,7 +164,8 @@ class _Flattener:
 
     def members(self, node: dict, conf: Any, group_type: str, group: int, prefix: str, depth: int) -> None:
         if depth > MAX_DEPTH:
-            raise self.fail(f"structure nested deeper than {MAX_DEPTH} levels")
+            raise self.fail(f"structure nested deeper than {MAX_DEPTH} levels, the limit of nested JSON "
+                            "(flatten it, or write a long table)")
         for key, child in node.items():
             etype = self.entity_type(prefix, key)
             if conf is None and type(child) is str:  # the usual leaf: text without confidence

@@ -10,7 +10,9 @@ CSV, TSV and Parquet are read and validated with Arrow compute kernels: no per-r
 Python. TSV is read without quote processing (a cell ``"5" x`` stays ``"5" x``). JSONL
 rows are JSON: ``null`` is absent (no entity, no group, no confidence), ``true`` is
 ``"true"``, a number keeps its JSON text, and a list of values is one entity per item,
-exactly as in nested JSON.
+exactly as in nested JSON. A confidence written as a JSON string is read as the same cell
+of a CSV table: blank (``""``, ``"null"``, ``"None"``) is no confidence, ``"0.9"`` is 0.9,
+so a table gives the same figures whichever way it is written.
 """
 
 from __future__ import annotations
@@ -202,8 +204,18 @@ def _jsonl_table(data: bytes, source: str) -> tuple[pa.Table, np.ndarray]:
     columns = rows.columns
     if not rows.has_value:
         del columns["value"]
-    arrays = {k: pa.array(v, pa.float64() if _is_confidence(k) else pa.string()) for k, v in columns.items()}
+    arrays = {k: _json_column(k, v) for k, v in columns.items()}
     return pa.table(arrays), np.asarray(rows.lines, np.int64)
+
+
+def _json_column(key: str, cells: list) -> pa.Array:
+    """A column of JSONL cells (:func:`_json_cell`); a confidence column holding any text
+    is all text, read as a CSV table's (numbers keep their exact value through ``repr``)."""
+    if not _is_confidence(key):
+        return pa.array(cells, pa.string())
+    if any(type(c) is str for c in cells):
+        return pa.array([c if c is None or type(c) is str else repr(c) for c in cells], pa.string())
+    return pa.array(cells, pa.float64())
 
 
 def _is_confidence(key: str) -> bool:
@@ -233,6 +245,8 @@ def _plain_jsonl_table(data: bytes, source: str) -> tuple[pa.Table, np.ndarray] 
             inside = pc.and_(pc.greater_equal(column, 0.0), pc.less_equal(column, 1.0))
             if pc.all(inside).as_py() is False:
                 return None
+        elif _is_confidence(key) and pa.types.is_string(kind):
+            pass  # text, read by _confidence as a CSV table's confidence column
         elif key.strip().lower() in LOCATION_COLUMNS and (pa.types.is_integer(kind)
                                                           or pa.types.is_floating(kind)):
             column = column.cast(pa.float64())
@@ -246,10 +260,11 @@ def _plain_jsonl_table(data: bytes, source: str) -> tuple[pa.Table, np.ndarray] 
 
 
 def _json_cell(key: str, raw, source: str, where: str):
-    """One JSON cell of a table row: text, or a float for the confidence column."""
+    """One JSON cell of a table row: text, or for the confidence column a float, None, or
+    text (read as a CSV cell is: :func:`_json_column`)."""
     if _is_confidence(key):
-        if raw is None:
-            return None
+        if raw is None or type(raw) is str:  # a JSON string (a JsonNumber is a number)
+            return raw
         if isinstance(raw, bool) or not isinstance(raw, (JsonNumber, int, float)):
             raise KievalInputError(source, where, f"confidence {raw!r} is not a number in [0, 1]")
         return float(raw)
