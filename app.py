@@ -38,8 +38,8 @@ model_slot = st.sidebar.container()
 st.sidebar.markdown("**Options**")
 options = sidebar.render_options()
 
-bar = st.empty()
-uploads.process_pending(options, lambda share, text: bar.progress(share, text=md(text)))
+bar, cancel = st.empty(), st.empty()
+uploads.process_pending(options, lambda share, text: bar.progress(share, text=md(text)), cancel)
 bar.empty()
 ws = session.prepare(options)
 

@@ -25,13 +25,15 @@ from typing import Any
 
 from kieval_core import Dataset, DecisionOptions, EvaluationResult, KievalInputError, ModelResult, load_bytes
 from kieval_core.evaluate import KeyCounts, OneSidedKey, combine, evaluate_model, one_sided_keys, peer_metrics
+from kieval_core.limits import load_cost
+from kieval_core.loaders import load_estimate
 from kieval_core.peer_families import PeerFigures, needs_structures
 from kieval_core.registry import resolve_families
 from kieval_core.report import render_report
 from kieval_core.runs import SavedRun, load_run, save_run
 
 from .sources import AppOptions, Source, Sources
-from .store import Store, Task, TaskCancelled
+from .store import Busy, Store, Task, TaskCancelled
 
 Progress = Callable[[float, str], None]
 
@@ -91,7 +93,17 @@ def read_dataset(store: Store, source: Source, options: AppOptions, role: str) -
         return load_bytes(source.data, source.name, options.load_options(role), name=name,
                           keep_structures=_keep_structures(options))
 
-    return store.get(_dataset_key(source, options, role), read)
+    return store.get(_dataset_key(source, options, role), read, cost=load_estimate(source.data, source.name))
+
+
+def admit_upload(store: Store, session: str, sources: Sources, source: Source, options: AppOptions) -> None:
+    """Refuse an upload the session cannot hold: its bytes, what reading it takes and what
+    the session holds already (its uploads, its results) above the session limit
+    (:class:`~kieval_core.limits.LimitExceeded`). The server's budget is checked when the
+    file is read (:meth:`Store.reserve`)."""
+    limits = options.limits
+    held = store.held_bytes(session) + sources.size + source.size + load_estimate(source.data, source.name)
+    limits.check("session_mb", held, source.name, "held by this session with it")
 
 
 def _model_key(gt: Source, pred: Source, options: AppOptions) -> tuple:
@@ -127,7 +139,8 @@ def score(store: Store, gt: Source, pred: Source, options: AppOptions) -> tuple[
         model = evaluate_model(gt_set, pred_set, name=pred.stem, normalizer=options.normalizer)
         return model, KeyCounts.of(pred_set)
 
-    return store.get(_model_key(gt, pred, options), compute)
+    # scoring holds about what reading both files took (bench/README.md, "Admission")
+    return store.get(_model_key(gt, pred, options), compute, cost=load_cost(gt.size + pred.size))
 
 
 def _peer_work(store: Store, gt: Source, pred: Source, options: AppOptions) -> Callable[[Task], dict]:
@@ -205,7 +218,7 @@ def build_workspace(
             else:
                 peer = figures
         models[name] = dataclasses.replace(model, name=name, peer=peer)
-    store.hold(session, held)
+    store.hold(session, held, own_bytes=sources.size)
     result = combine(gt_set, models, keys, options.normalizer, resolve_families(options.families))
     one_sided = tuple(one_sided_keys(KeyCounts.of(gt_set), keys))
     return Workspace(sources, options, result, tuple(problems), key, tuple(pending), one_sided)
@@ -231,6 +244,8 @@ def read_message(source: Source, exc: Exception) -> str:
     else as a failure of the tool on that file."""
     if isinstance(exc, KievalInputError):
         return str(exc)
+    if isinstance(exc, Busy):
+        return f"{source.name}: not read, {exc}"
     return f"{source.name}: could not be read ({type(exc).__name__}: {exc})"
 
 
@@ -250,6 +265,7 @@ def save_workspace(ws: Workspace, directory: Path) -> Path:
             for n, p in zip(sources.model_names(), sources.predictions, strict=True)
         },
     }
-    options = {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(ws.options).items()}
+    options = {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(ws.options).items()
+               if k != "limits"}
     report = render_report(ws.result, DecisionOptions())
     return save_run(ws.result, directory / ws.key, report.text, inputs, options)

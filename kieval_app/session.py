@@ -35,10 +35,14 @@ import uuid
 from pathlib import Path
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+from kieval_core.limits import Limits
 
 from . import compute
 from .compute import Workspace
 from .launch import OPEN_RUN
+from .reaper import Reaper, streamlit_reaper
 from .sources import DEFAULT_SAMPLE, AppOptions, Sources, sample_sources
 from .store import IDLE_BYTES, Store
 from .text import file_size, md
@@ -49,9 +53,16 @@ WORKSPACE, DOC, URL, FRESH, MODEL = "workspace", "doc", "url", "fresh", "model"
 
 @st.cache_resource(show_spinner=False)
 def store() -> Store:
-    """The one store of this server process (``KIEVAL_IDLE_CACHE_MB`` sizes its idle part)."""
+    """The one store of this server process (``KIEVAL_IDLE_CACHE_MB`` sizes its idle part,
+    the memory budget of :mod:`kieval_core.limits` its admissions)."""
     idle = int(os.environ.get("KIEVAL_IDLE_CACHE_MB", IDLE_BYTES // 2**20)) * 2**20
-    return Store(idle_bytes=idle)
+    return Store(idle_bytes=idle, budget=Limits.from_env("app").memory_bytes)
+
+
+@st.cache_resource(show_spinner=False)
+def reaper() -> Reaper | None:
+    """The timer that closes sessions whose tab was closed (:mod:`kieval_app.reaper`)."""
+    return streamlit_reaper(store())
 
 
 def _session_ended(session: str) -> None:
@@ -60,8 +71,14 @@ def _session_ended(session: str) -> None:
 
 @st.cache_resource(scope="session", on_release=_session_ended, show_spinner=False)
 def session_id() -> str:
-    """This session's id in the store; released (with what only it held) when it ends."""
-    return uuid.uuid4().hex
+    """This session's id in the store; released (with what only it held) when it ends,
+    and when its tab has been closed for a while (:func:`reaper`)."""
+    session = uuid.uuid4().hex
+    context = get_script_run_ctx()
+    timer = reaper()
+    if context is not None and timer is not None:
+        timer.register(context.session_id, session)
+    return session
 
 
 def runs_dir() -> Path:
@@ -122,10 +139,14 @@ def finish_background(ws: Workspace, slot) -> None:
     pending = [t for t in ws.pending if not t.done]
     if not pending:
         return
+    box = slot.container()
+    bar = box.empty()
+    box.button("Cancel", key="cancel_peer", icon=":material/cancel:", on_click=cancel_background,
+               args=(pending,), help="Stop the peer metrics (KIEval figures stay)")
     while not all(t.done for t in pending):
         done = sum(t.done_steps for t in pending)
         total = sum(t.total_steps for t in pending)
-        slot.progress(
+        bar.progress(
             done / max(total, 1),
             text=f"Peer metrics: {done} of {total} family runs "
             f"({', '.join(md(t.label) for t in pending if not t.done)}). KIEval figures are final.",
@@ -133,6 +154,16 @@ def finish_background(ws: Workspace, slot) -> None:
         time.sleep(0.25)
     slot.empty()
     st.rerun()
+
+
+def cancel_background(tasks) -> None:
+    """The Cancel button of the peer metrics: the tasks stop at their next checkpoint and
+    the sidebar keeps the KIEval family only (choosing the others again restarts them)."""
+    for task in tasks:
+        task.cancelled.set()
+    st.session_state["opt_families"] = ["kieval"]
+    st.session_state[MESSAGES] = [("warning", "Peer metrics cancelled: choose their families again in the "
+                                              "sidebar's options to compute them.")]
 
 
 def render_messages(ws: Workspace) -> None:
@@ -188,8 +219,9 @@ def keep_valid(key: str, options) -> None:
 
 
 def upload_limit_mb() -> int:
-    """The upload size limit (``server.maxUploadSize`` in .streamlit/config.toml)."""
-    return int(st.get_option("server.maxUploadSize"))
+    """The upload size limit: the file limit of :mod:`kieval_core.limits` (``KIEVAL_MAX_FILE_MB``),
+    or Streamlit's ``server.maxUploadSize`` when that is lower (the browser refuses larger)."""
+    return int(min(st.get_option("server.maxUploadSize"), Limits.from_env("app").file_mb))
 
 
 def describe(ws: Workspace) -> str:

@@ -16,6 +16,7 @@ from functools import lru_cache
 from pathlib import PurePath
 
 from kieval_core import LoadOptions, Normalizer
+from kieval_core.limits import Limits
 from kieval_core.peer_families import PeerOptions
 
 from .paths import sample_dir
@@ -119,6 +120,13 @@ class Sources:
     def model_names(self) -> list[str]:
         return model_names(self.predictions)
 
+    @property
+    def size(self) -> int:
+        """Bytes of the uploaded files (a built-in sample's are shared by every session: 0)."""
+        if self.sample:
+            return 0
+        return sum(s.size for s in (self.gt, *self.predictions) if s is not None)
+
 
 def model_names(predictions: tuple[Source, ...] | list[Source]) -> list[str]:
     """Model name per prediction file: its stem, made unique by a counter.
@@ -176,6 +184,8 @@ class AppOptions:
     families: tuple[str, ...] = ("kieval",)
     cer_threshold: float = 0.30
     structure: str = "uploaded"
+    #: The server's limits (``KIEVAL_...`` variables, read when the options are made).
+    limits: Limits = field(default_factory=lambda: Limits.from_env("app"))
 
     def load_options(self, role: str) -> LoadOptions:
         """Load options of the ground truth (``role="gt"``) or of a prediction file."""
@@ -186,6 +196,7 @@ class AppOptions:
             aliases=self.aliases,
             meta=self.meta,
             related_fields=self.related_fields,
+            limits=self.limits,
         )
 
     @property

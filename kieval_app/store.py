@@ -14,7 +14,12 @@ a stale entry. The store is
   ``idle_bytes`` (so the sample stays warm for the next visitor); held entries are never
   evicted. Freed memory is returned to the operating system (``malloc_trim``);
 * **cancellable**: background work (:meth:`Store.submit`) stops at its next checkpoint
-  when no live session wants its result any more.
+  when no live session wants its result any more;
+* **admitting**: work that computes a value (a load, a scoring) reserves its estimated
+  bytes against the process's memory budget (:meth:`Store.reserve`); when they do not fit,
+  once idle entries are dropped, it is not started and :class:`Busy` says why, with the
+  figures. In use is the larger of what the store accounts for (entries, reservations,
+  the process as it started) and the process's resident memory.
 
 Nothing here imports Streamlit: the app creates one store per process and tells it
 which session holds what.
@@ -26,6 +31,7 @@ import contextlib
 import ctypes
 import dataclasses
 import gc
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -38,6 +44,20 @@ import pandas as pd
 
 #: Default byte budget of entries no session holds (``KIEVAL_IDLE_CACHE_MB`` overrides).
 IDLE_BYTES = 256 * 2**20
+MIB = 2**20
+
+
+def process_rss() -> int:
+    """This process's resident memory in bytes (0 where ``/proc`` is absent)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+class Busy(Exception):
+    """Work the server cannot hold now: not started; the message gives the figures."""
 
 
 def approximate_size(value: Any, _seen: set[int] | None = None) -> int:
@@ -134,10 +154,17 @@ class Store:
         Budget of the entries no live session holds.
     workers : int
         Threads for background work.
+    budget : int or None
+        The process's memory budget in bytes (:attr:`kieval_core.limits.Limits.memory_bytes`);
+        None admits everything.
     """
 
-    def __init__(self, idle_bytes: int = IDLE_BYTES, workers: int = 1) -> None:
+    def __init__(self, idle_bytes: int = IDLE_BYTES, workers: int = 1, budget: int | None = None) -> None:
         self.idle_bytes = idle_bytes
+        self.budget = budget
+        self._baseline = process_rss()
+        self._reserved = 0
+        self._own: dict[str, int] = {}
         self._lock = threading.RLock()
         self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
         self._computing: dict[Hashable, threading.Event] = {}
@@ -147,8 +174,10 @@ class Store:
 
     # --- values ----------------------------------------------------------------------
 
-    def get(self, key: Hashable, compute: Callable[[], Any]) -> Any:
-        """The value of ``key``, computed once (other callers wait for the first)."""
+    def get(self, key: Hashable, compute: Callable[[], Any], cost: int = 0) -> Any:
+        """The value of ``key``, computed once (other callers wait for the first); the
+        computation reserves ``cost`` bytes first (:meth:`reserve`: :class:`Busy` when
+        they do not fit)."""
         while True:
             with self._lock:
                 entry = self._entries.get(key)
@@ -161,7 +190,8 @@ class Store:
                     break
             waiting.wait()
         try:
-            value = compute()
+            with self.reserve(cost):
+                value = compute()
         except BaseException:
             with self._lock:
                 self._computing.pop(key).set()
@@ -183,14 +213,68 @@ class Store:
             entry = self._entries.get(key)
             return None if entry is None else entry.value
 
+    # --- admission ---------------------------------------------------------------------
+
+    def in_use(self) -> int:
+        """Bytes in use: the larger of what the store accounts for and the resident memory."""
+        with self._lock:
+            accounted = (self._baseline + self._reserved + sum(self._own.values())
+                         + sum(e.size for e in self._entries.values()))
+        return max(accounted, process_rss())
+
+    @contextlib.contextmanager
+    def reserve(self, cost: int):
+        """Reserve ``cost`` bytes for the work in the ``with`` block, or raise :class:`Busy`
+        (idle entries are dropped and freed memory returned first)."""
+        if cost <= 0 or self.budget is None:
+            yield
+            return
+        with self._lock:
+            if self.in_use() + cost > self.budget and self._drop_idle():
+                self.trim()
+            used = self.in_use()
+            if used + cost > self.budget:
+                raise Busy(self.busy_message(used))
+            self._reserved += cost
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._reserved -= cost
+
+    def busy_message(self, used: int | None = None) -> str:
+        used = self.in_use() if used is None else used
+        with self._lock:
+            sessions = len(self._holders)
+        return (f"the server is busy ({sessions} session{'' if sessions == 1 else 's'}, "
+                f"{used / MIB:,.0f} of {self.budget / MIB:,.0f} MB in use); try again later or run "
+                "`kieval evaluate` locally")
+
+    def _drop_idle(self) -> bool:
+        """Drop every entry no session holds (under memory pressure)."""
+        with self._lock:
+            held = self._held()
+            idle = [k for k in self._entries if k not in held]
+            for key in idle:
+                del self._entries[key]
+            return bool(idle)
+
+    def held_bytes(self, session: str) -> int:
+        """Bytes of the entries a session holds (shared ones count in full)."""
+        with self._lock:
+            keys = self._holders.get(session, set())
+            return sum(e.size for k, e in self._entries.items() if k in keys)
+
     # --- who holds what ----------------------------------------------------------------
 
-    def hold(self, session: str, keys: Iterable[Hashable]) -> None:
-        """The keys a session's current page needs (replaces what it held before)."""
+    def hold(self, session: str, keys: Iterable[Hashable], own_bytes: int = 0) -> None:
+        """The keys a session's current page needs (replaces what it held before), and the
+        bytes it holds outside the store (``own_bytes``: its uploaded files)."""
         with self._lock:
             before = self._holders.get(session, set())
             now = set(keys)
             self._holders[session] = now
+            self._own[session] = own_bytes
             dropped = before - now
         if dropped:
             self._evict()
@@ -200,10 +284,16 @@ class Store:
         """A session ended: what only it held becomes idle (and may be evicted)."""
         with self._lock:
             self._holders.pop(session, None)
+            self._own.pop(session, None)
         self._cancel_unwanted()
         if self._evict():
-            gc.collect()
-            _malloc_trim()
+            self.trim()
+
+    @staticmethod
+    def trim() -> None:
+        """Collect garbage and give freed memory back to the operating system."""
+        gc.collect()
+        _malloc_trim()
 
     def _held(self) -> set[Hashable]:
         return set().union(*self._holders.values()) if self._holders else set()
@@ -268,5 +358,7 @@ class Store:
             "bytes": sum(sizes.values()),
             "held_bytes": sum(s for k, s in sizes.items() if k in held),
             "sessions": len(self._holders),
+            "reserved": self._reserved,
+            "budget": self.budget,
             "time": time.time(),
         }

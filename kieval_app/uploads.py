@@ -18,12 +18,14 @@ from __future__ import annotations
 import streamlit as st
 
 from kieval_core import NoCommonDocuments
+from kieval_core.limits import SPECS
 
 from . import compute
-from .session import MESSAGES, PENDING, REFUSED, SOURCES, UPLOADER, store, upload_limit_mb
+from .session import MESSAGES, PENDING, REFUSED, SOURCES, UPLOADER, session_id, store, upload_limit_mb
 from .sources import AppOptions, Source, Sources, sample_sources
 from .text import file_size, md
 
+FILE_LIMIT = SPECS["file_mb"]
 UPLOAD_TYPES = ["json", "jsonl", "ndjson", "csv", "tsv", "parquet", "zip", "bio"]
 
 
@@ -49,7 +51,7 @@ def _queue(role: str, files) -> None:
                 (
                     "error",
                     f"{file.name}: refused, the file is {file_size(file.size)}; the "
-                    f"upload limit is {limit} MB",
+                    f"upload limit is {limit} MB (the server's {FILE_LIMIT.env} raises it)",
                 )
             )
             continue
@@ -69,11 +71,27 @@ def on_prediction_upload() -> None:
     _queue("pred", st.session_state.get(pred_key()) or [])
 
 
-def process_pending(options: AppOptions, show) -> None:
-    """Read the queued uploads; ``show(share, text)`` reports progress."""
+def cancel_pending() -> None:
+    """The Cancel button beside the progress of uploads: the queue is dropped (a file being
+    read is finished, then the run stops; nothing of the batch is loaded)."""
+    names = [source.name for _, source in st.session_state[PENDING]]
+    st.session_state[PENDING] = []
+    st.session_state[MESSAGES] = [("warning", f"cancelled: {', '.join(names)} not loaded")]
+
+
+def process_pending(options: AppOptions, show, cancel_slot=None) -> None:
+    """Read the queued uploads; ``show(share, text)`` reports progress; ``cancel_slot``
+    (a container) shows a Cancel button meanwhile.
+
+    An upload is admitted first (:func:`compute.admit_upload`): one the session cannot
+    hold, or the server cannot hold now, is refused with the limit or the server's figures
+    and not started."""
     pending = list(st.session_state[PENDING])
     if not pending:
         return
+    if cancel_slot is not None:
+        cancel_slot.button("Cancel", key="cancel_uploads", icon=":material/cancel:", on_click=cancel_pending,
+                           help="Stop reading these files (the one being read finishes first)")
     sources: Sources = st.session_state[SOURCES]
     refused: list[tuple[Source, str]] = list(st.session_state[REFUSED])
     messages = list(st.session_state[MESSAGES])
@@ -81,6 +99,7 @@ def process_pending(options: AppOptions, show) -> None:
     for i, (role, source) in enumerate(pending):
         show(i / len(pending), f"Reading {source.name} ({file_size(source.size)})")
         try:
+            compute.admit_upload(shared, session_id(), sources, source, options)
             if role == "gt":
                 compute.read_dataset(shared, source, options, "gt")
                 sources, refused, notes = _new_ground_truth(sources, source, refused, options)
@@ -98,6 +117,8 @@ def process_pending(options: AppOptions, show) -> None:
                 message += " It is kept aside and checked again when the ground truth changes."
             messages.append(("error", f"refused: {message}"))
     show(1.0, "Scoring")
+    if cancel_slot is not None:
+        cancel_slot.empty()
     st.session_state.update({SOURCES: sources, REFUSED: refused, MESSAGES: messages, PENDING: []})
 
 

@@ -20,6 +20,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 import orjson
+import pyarrow.parquet as pq
 
 from ..errors import KievalInputError, KievalOptionError
 from ..gcpause import cycle_collector_paused
@@ -356,6 +357,28 @@ def load_bytes(data: bytes, source: str, options: LoadOptions = LoadOptions(),
     return builder.build()
 
 
+def load_estimate(data: bytes, source: str) -> int:
+    """Estimated peak memory of :func:`load_bytes` on ``data`` (:func:`~kieval_core.limits.load_cost`),
+    from what the file says about itself and without reading it: a zip's declared member
+    sizes (never more than its caps let through), a Parquet footer's rows and bytes.
+
+    >>> load_estimate(b"x" * 1000, "a.jsonl")
+    5000
+    """
+    suffix = PurePath(source).suffix.lower()
+    try:
+        if suffix == ".zip":
+            with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                return load_cost(sum(m.file_size for m in archive.infolist()))
+        if suffix == ".parquet":
+            footer = pq.ParquetFile(io.BytesIO(data)).metadata
+            size = sum(footer.row_group(i).total_byte_size for i in range(footer.num_row_groups))
+            return load_cost(size, footer.num_rows)
+    except Exception:  # an unreadable file: read (and refused) as it is, at its own size
+        return load_cost(len(data))
+    return load_cost(len(data))
+
+
 def load_files(files: Mapping[str, bytes], source: str, options: LoadOptions, name: str, *,
                keep_structures: bool = True, skipped: list[str] | None = None) -> Dataset:
     """A directory (or zip) of one file per document; doc_id = file stem. ``skipped``
@@ -537,4 +560,5 @@ def _ratio_exceeded(where: str, size: int, member: zipfile.ZipInfo, limits: Limi
     return LimitExceeded(where, "zip_ratio", measured, limits.zip_ratio)
 
 
-__all__ = ["FORMATS", "READERS", "LoadOptions", "Reader", "decode_text", "load", "load_bytes", "load_files"]
+__all__ = ["FORMATS", "READERS", "LoadOptions", "Reader", "decode_text", "load", "load_bytes",
+           "load_estimate", "load_files"]
