@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .decisions import MAX_RESAMPLES, DecisionOptions
+from .consensus import CONFIDENCE_FROM
+from .decisions import MAX_RESAMPLES, REVIEW_CHOICES, DecisionOptions
 from .errors import KievalInputError, KievalOptionError, UndefinedMetricWarning
 from .evaluate import ENGINES, evaluate
 from .limits import LIMITS, SPECS, Limits
@@ -28,7 +29,7 @@ from .registry import FAMILIES, METRICS, Metric
 from .report import DECISION_ROWS, WHOLE_ROWS, cell_text, render_report, summary_frame, value_at
 from .results import all_errors
 from .retention import describe_size, format_runs, list_runs, prune_runs, remove_run, saved_at
-from .review import Costs
+from .review import MISSING_POLICIES, Costs
 from .runs import RunStage, digest, load_run
 from .safe_text import CSV_FORMULAS, csv_text, for_terminal
 from .shards import input_name
@@ -96,6 +97,16 @@ def _parser() -> argparse.ArgumentParser:
                         type=lambda t: _pair(t, "--cost"),
                         help="review=1, document=0, substitution=10, addition=10, deletion=10 "
                              "(escaped=V sets all three error kinds); defaults as shown")
+    decide.add_argument("--review", default="both", choices=REVIEW_CHOICES,
+                        help="what a person reviews: the predictions below τ, every document with one "
+                             "below τ (whole, missing values added), or both (default)")
+    decide.add_argument("--missing-confidence", default="automate", choices=tuple(MISSING_POLICIES),
+                        help="a prediction without confidence is automated (counts as 1.0, default) or "
+                             "reviewed at every τ > 0 (counts as 0.0)")
+    decide.add_argument("--confidence-from", default="model", choices=CONFIDENCE_FROM,
+                        help="consensus: a model without confidences gets, per prediction, the share of "
+                             "the other models (3 or more loaded) predicting the same value in the same "
+                             "document; models with their own keep them")
     decide.add_argument("--bootstrap", type=int, default=1000, metavar="N",
                         help=f"bootstrap resamples for intervals (default 1000, at most {MAX_RESAMPLES:,}; "
                              "0 turns them off)")
@@ -284,7 +295,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     gates = parse_gates(args.gate, args.fail_under)
     decisions = DecisionOptions(target=args.target_accuracy, document_target=args.document_target,
                                 costs=Costs.from_pairs(args.cost), resamples=args.bootstrap, seed=args.seed,
-                                slices=options.meta)
+                                slices=options.meta, review=args.review)
     normalizer = Normalizer.from_names(args.normalize)
     peer = PeerOptions(args.cer_threshold, args.peer_structure)
     engine = {}
@@ -305,7 +316,9 @@ def _evaluate(args: argparse.Namespace) -> int:
         with warnings.catch_warnings(record=True) as caught:  # undefined scores, shown once below
             warnings.simplefilter("always", UndefinedMetricWarning)
             result = evaluate(args.gt, _predictions(args.pred), normalizer=normalizer, metrics=args.metrics,
-                              load_options=options, progress=progress, peer_options=peer, **engine)
+                              load_options=options, progress=progress, peer_options=peer,
+                              missing_confidence=args.missing_confidence,
+                              confidence_from=args.confidence_from, **engine)
             report = render_report(result, decisions)
             progress.close()
             summary = _format_summary(summary_frame(result, report.figures))
@@ -344,7 +357,7 @@ def _inputs(gt: str, preds: list[str]) -> dict:
 def _options(args: argparse.Namespace) -> dict:
     """The reading and scoring options of a run (JSON values, for its manifest)."""
     keys = ("format", "key", "alias", "meta", "related_fields", "list_sep", "normalize", "metrics",
-            "cer_threshold", "peer_structure", "engine")
+            "cer_threshold", "peer_structure", "engine", "missing_confidence", "confidence_from")
     return {k: getattr(args, k) for k in keys}
 
 

@@ -18,15 +18,28 @@ from .calibration import calibration
 from .errors import KievalOptionError
 from .field_thresholds import per_field_thresholds
 from .results import ModelResult
-from .review import NO_CONFIDENCE, Costs, automation_curve, minimum_cost, recommend, review_with, with_costs
+from .review import (
+    NO_CONFIDENCE,
+    Costs,
+    automation_curve,
+    document_review_curve,
+    minimum_cost,
+    recommend,
+    review_with,
+    with_costs,
+)
 from .uncertainty import bootstrap, holdout, random_half
-from .validation import check_instance, check_int, check_share
+from .validation import check_choice, check_instance, check_int, check_share
 
 ENTITY_CURVE = ["threshold", "auto_rate", "kieval_aligned"]
 DOCUMENT_CURVE = ["threshold", "straight_through_rate", "document_accuracy"]
 #: The most bootstrap resamples a run may ask for: each keeps about 8 KB of its band
 #: (1,000 points), so 10,000 hold about 80 MB; more add nothing to a 95% interval.
 MAX_RESAMPLES = 10_000
+DOCUMENT_REVIEW_CURVE = ["threshold", "straight_through_rate", "kieval_aligned", "document_accuracy",
+                         "cost_per_1000_documents"]
+#: What the report covers: review of single predictions, of whole documents (SPEC 4c), or both.
+REVIEW_CHOICES = ("both", "predictions", "documents")
 
 
 @dataclass(frozen=True)
@@ -46,6 +59,9 @@ class DecisionOptions:
         The bootstrap over documents (0 resamples: no intervals).
     slices : tuple of str
         Metadata keys whose values get their own recommendation.
+    review : str
+        ``predictions`` (a person reviews the predictions below τ), ``documents`` (every
+        document with a prediction below τ, whole; SPEC 4c) or ``both`` (default).
     """
 
     target: float = 0.95
@@ -54,8 +70,10 @@ class DecisionOptions:
     resamples: int = 1000
     seed: int = 0
     slices: tuple[str, ...] = ()
+    review: str = "both"
 
     def __post_init__(self) -> None:
+        check_choice("review", self.review, REVIEW_CHOICES)
         check_share("target", self.target)
         if self.document_target is not None:
             check_share("document_target", self.document_target)
@@ -69,6 +87,16 @@ class DecisionOptions:
     @property
     def documents_target(self) -> float:
         return self.target if self.document_target is None else self.document_target
+
+    @property
+    def predictions(self) -> bool:
+        """Whether review of single predictions is reported."""
+        return self.review != "documents"
+
+    @property
+    def documents(self) -> bool:
+        """Whether whole-document review is reported."""
+        return self.review != "predictions"
 
 
 Records = Callable[[pd.DataFrame], object]
@@ -86,6 +114,9 @@ def automation_section(model: ModelResult, options: DecisionOptions,
     section: dict = {
         "has_confidence": model.has_confidence,
         "confidence_coverage": model.confidence_coverage,
+        "confidence_source": model.confidence_source,
+        "missing_confidence": model.missing_confidence,
+        "review": options.review,
         "cost": options.costs.as_dict(),
     }
     if not model.has_confidence:
@@ -95,7 +126,8 @@ def automation_section(model: ModelResult, options: DecisionOptions,
         section.update({
             "reason": NO_CONFIDENCE, "curve": None, "recommended": None,
             "documents": None, "min_cost": None, "per_field": None, "by_entity_type": None,
-            "slices": None, "holdout": None, "calibration": None, "band": None,
+            "slices": None, "holdout": None, "calibration": None, "calibration_consensus": None,
+            "band": None, "document_review": None,
             "without_review": {"kieval_aligned": model.aligned,
                                "cost_per_1000_documents": _cost_without_review(model, options.costs)},
             "full_review": {"kieval_aligned": full_review.kieval_aligned,
@@ -104,6 +136,34 @@ def automation_section(model: ModelResult, options: DecisionOptions,
                             "documents": n},
         })
         return section
+    section.update(dict.fromkeys(SECTION_KEYS), reason=None)
+    if options.predictions:
+        section.update(_prediction_review(model, options, records))
+    if options.documents:
+        section["document_review"] = document_review_section(model, options, records)
+    section["calibration"] = records(calibration(model.review))
+    if model.consensus is not None:
+        section["calibration_consensus"] = records(calibration(model.consensus))
+    return section
+
+
+#: The keys of a model with confidences, in the report's order (null: not asked for).
+SECTION_KEYS = ("curve", "recommended", "documents", "min_cost", "per_field", "by_entity_type", "slices",
+                "holdout", "calibration", "calibration_consensus", "band", "document_review")
+
+
+def document_review_section(model: ModelResult, options: DecisionOptions, records: Records = _plain_records
+                            ) -> dict:
+    """``automation.document_review`` (SPEC 4c): whole-document review along the
+    thresholds, the smallest threshold whose accuracy (KIEval_Aligned) reaches the target
+    with some documents straight through, and the cheapest threshold."""
+    curve = document_review_curve(model.review, options.costs)
+    return {"curve": records(curve[DOCUMENT_REVIEW_CURVE]),
+            "recommended": recommend(curve, options.target, model.n_documents, "document_review").as_dict(),
+            "min_cost": minimum_cost(curve).as_dict()}
+
+
+def _prediction_review(model: ModelResult, options: DecisionOptions, records: Records) -> dict:
     review = model.review
     curve = with_costs(model.curve, options.costs, model.n_documents)
     entity = recommend(curve, options.target, model.n_documents)
@@ -119,8 +179,7 @@ def automation_section(model: ModelResult, options: DecisionOptions,
     fields = per_field_thresholds(review, options.target)
     check = holdout(review, options.target, random_half(review.n_documents, options.seed),
                     resamples=max(options.resamples, 1), seed=options.seed)
-    section.update({
-        "reason": None,
+    return {
         "curve": records(curve[ENTITY_CURVE]),
         "recommended": entity.as_dict(),
         "documents": {"curve": records(curve[DOCUMENT_CURVE]), "recommended": document.as_dict()},
@@ -133,10 +192,8 @@ def automation_section(model: ModelResult, options: DecisionOptions,
         "slices": {key: slice_thresholds(model, key, options.target).as_dict(model, options.costs)
                    for key in options.slices},
         "holdout": check.as_dict(),
-        "calibration": records(calibration(review)),
         "band": band,
-    })
-    return section
+    }
 
 
 NO_INTERVAL = {"threshold": None, "auto_rate": None}

@@ -78,9 +78,10 @@ class Counted:
         none), ``status`` (correct / substituted / added / deleted), ``partner`` (row of
         the other side's table: the copy a correct entity matches, or the value a
         substitution replaces; -1 if none), ``other_value`` (the partner's value),
-        ``position`` (input order) and ``cell`` (row of ``cells``); the location columns
-        ``page, x0, y0, x1, y1`` when that side's input carries locations (never read by
-        a count).
+        ``position`` (input order), ``cell`` (row of ``cells``) and ``copies`` (identical
+        values of one cell share it: which of them are TPs follows their confidence); the
+        location columns ``page, x0, y0, x1, y1`` when that side's input carries locations
+        (never read by a count).
     flat : DataFrame
         Flat entity counts per (doc_id, entity_type): ``tp, n_gt, n_pred``.
     doc_ids : tuple of str
@@ -640,6 +641,7 @@ def _entity_frame(s: Side, labels: Labels, partner: np.ndarray, other_values: np
         "other_value": pd.Series(other_value, dtype=object),
         "position": np.arange(len(s)),
         "cell": labels.cell,
+        "copies": labels.tv_cell,
     })
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .consensus import missing_confidence_warning, with_confidence_sources
 from .engine import Counted, count
 from .errors import KievalOptionError, NoCommonDocuments
 from .loaders import LoadOptions, load
@@ -56,6 +57,8 @@ def evaluate(
     progress: Progress | None = None,
     engine: str = "local",
     scheduler: str | None = None,
+    missing_confidence: str = "automate",
+    confidence_from: str = "model",
     **dask_options,
 ) -> EvaluationResult:
     """Evaluate one or more prediction sets against a ground truth.
@@ -81,7 +84,22 @@ def evaluate(
     scheduler
         With ``engine="dask"``: the address of a running Dask scheduler; None starts a
         ``LocalCluster`` on this machine's cores.
+    missing_confidence, confidence_from
+        What review does with predictions without confidence (``automate``: they count
+        as 1.0; ``review``: as 0.0), and where confidences come from (``model``, or
+        ``consensus`` of the other models for models without any); see
+        :func:`kieval_core.consensus.with_confidence_sources`.
     """
+    result = _evaluate(gt, predictions, normalizer=normalizer, metrics=metrics, load_options=load_options,
+                       peer_options=peer_options, progress=progress, engine=engine, scheduler=scheduler,
+                       **dask_options)
+    if (missing_confidence, confidence_from) == ("automate", "model"):
+        return result
+    return with_confidence_sources(result, missing_confidence, confidence_from)
+
+
+def _evaluate(gt, predictions, *, normalizer, metrics, load_options, peer_options, progress, engine,
+              scheduler, **dask_options) -> EvaluationResult:
     if engine not in ENGINES:
         msg = f"unknown engine {engine!r}; choose {' or '.join(ENGINES)}"
         raise KievalOptionError(msg)
@@ -204,12 +222,8 @@ def model_warnings(loaded: Sequence[str], missing: Sequence[str], unknown: Seque
     if unknown:
         warnings.append(f"{len(unknown)} predicted document(s) not in the ground truth, left out "
                         f"of the scores: {preview(unknown)}")
-    n = review.n_predictions
-    n_no_conf = int((~review.has_confidence).sum())
-    if n_no_conf and n_no_conf < n:
-        warnings.append(f"{n_no_conf:,} of {n:,} predictions have no confidence; the "
-                        "automation figures treat them as 1.0 (reviewed only when everything is)")
-    return tuple(warnings)
+    partial = missing_confidence_warning(review, "automate")
+    return tuple(warnings + ([partial] if partial else []))
 
 
 def check_overlap(gt: Dataset, pred: Dataset) -> None:

@@ -26,7 +26,10 @@ class FieldThresholds:
     """One threshold per entity type reaching a target overall with the fewest reviews.
 
     ``exact`` is False when the corpus was too large for the exact search and the
-    Lagrangian (convex-hull) approximation was used instead.
+    Lagrangian (convex-hull) approximation was used instead. ``whole`` names the fields
+    whose threshold lies above all their confidences: every one of their predictions is
+    reviewed (the report says ``"review": "all"`` instead of a threshold such as
+    1.0000000000000002).
     """
 
     target: float
@@ -35,10 +38,13 @@ class FieldThresholds:
     reviews: int | None
     exact: bool
     table: pd.DataFrame = field(repr=False)
+    whole: frozenset[str] = frozenset()
 
     def as_dict(self) -> dict:
+        fields = {t: {"threshold": None, "review": "all"} if t in self.whole else
+                  {"threshold": tau, "review": "below threshold"} for t, tau in self.thresholds.items()}
         return {"target": self.target, "reachable": self.reachable, "exact": self.exact,
-                "reviews": self.reviews, "thresholds": dict(self.thresholds)}
+                "reviews": self.reviews, "thresholds": fields}
 
 
 #: Largest (review budget x options) the exact search handles.
@@ -73,12 +79,23 @@ def per_field_thresholds(model: ReviewModel, target: float) -> FieldThresholds:
         exact = False
     if chosen is None:
         thresholds_ = {t: float(o[0][-1]) for t, o in options.items()}
-        return FieldThresholds(target, False, thresholds_, None, exact, _field_table(model, thresholds_))
+        return _result(model, target, False, thresholds_, None, exact)
     thresholds_ = {t: float(options[t][0][k]) for t, k in chosen.items()}
     point = review_at(model, thresholds_)
     if point.auto_rate <= 0:
-        return FieldThresholds(target, False, thresholds_, None, exact, _field_table(model, thresholds_))
-    return FieldThresholds(target, True, thresholds_, point.reviewed, exact, _field_table(model, thresholds_))
+        return _result(model, target, False, thresholds_, None, exact)
+    return _result(model, target, True, thresholds_, point.reviewed, exact)
+
+
+def _result(model: ReviewModel, target: float, reachable: bool, chosen: dict[str, float], reviews: int | None,
+            exact: bool) -> FieldThresholds:
+    highest = np.full(len(model.entity_types), -np.inf)
+    np.maximum.at(highest, model.entity_type, model.confidence)
+    whole = frozenset(t for t, tau in chosen.items() if tau > highest[model.entity_types.index(t)])
+    table = _field_table(model, chosen)
+    table["review"] = ["all" if t in whole else "below threshold" for t in table["entity_type"]]
+    table["threshold"] = table["threshold"].astype(object).where(~table["entity_type"].isin(whole), None)
+    return FieldThresholds(target, reachable, chosen, reviews, exact, table, whole)
 
 
 def _pareto(reviews: np.ndarray, slack: np.ndarray) -> np.ndarray:

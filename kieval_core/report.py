@@ -119,7 +119,7 @@ def build_report(result: EvaluationResult, decisions: DecisionOptions = Decision
         "normalizer": result.normalizer.description,
         "metrics": list(result.metrics),
         "decisions": {"target_accuracy": decisions.target,
-                      "document_target": decisions.documents_target,
+                      "document_target": decisions.documents_target, "review": decisions.review,
                       "bootstrap_resamples": decisions.resamples, "seed": decisions.seed},
         "models": {name: model_report(m, decisions, records) for name, m in result.models.items()},
         "warnings": result.all_warnings,
@@ -170,8 +170,9 @@ def value_at(report_model: dict, key: str) -> Any:
     return node
 
 
-#: Decision figures of the summary: label -> dotted key in a model's report.
-DECISION_ROWS = {
+#: Decision figures of the summary, reviewing single predictions: label -> dotted key in a
+#: model's report.
+PREDICTION_ROWS = {
     "Recommended τ": "automation.recommended.threshold",
     "Automation at τ": "automation.recommended.auto_rate",
     "Reviews / 1,000 docs at τ": "automation.recommended.reviews_per_1000_documents",
@@ -179,8 +180,17 @@ DECISION_ROWS = {
     "Minimum-cost τ": "automation.min_cost.threshold",
     "Cost / 1,000 docs at min": "automation.min_cost.cost_per_1000_documents",
 }
+#: The same, reviewing whole documents (SPEC 4c).
+DOCUMENT_REVIEW_ROWS = {
+    "Whole-doc τ": "automation.document_review.recommended.threshold",
+    "Whole-doc straight-through": "automation.document_review.recommended.straight_through_rate",
+    "Whole-doc min-cost τ": "automation.document_review.min_cost.threshold",
+    "Whole-doc cost/1,000 at min": "automation.document_review.min_cost.cost_per_1000_documents",
+}
+DECISION_ROWS = {**PREDICTION_ROWS, **DOCUMENT_REVIEW_ROWS}
 #: Summary rows shown as whole numbers (per 1,000 documents).
-WHOLE_ROWS = frozenset({"Reviews / 1,000 docs at τ", "Cost / 1,000 docs at min"})
+WHOLE_ROWS = frozenset({"Reviews / 1,000 docs at τ", "Cost / 1,000 docs at min",
+                        "Whole-doc cost/1,000 at min"})
 
 
 def cell_text(value, whole: bool = False) -> str:
@@ -203,16 +213,22 @@ def summary_frame(result: EvaluationResult, report: dict) -> pd.DataFrame:
     model without confidences "no confidences")."""
     metrics = [m for m in metrics_of(result.metrics)
                if any(m.computed(model) for model in result.models.values())]
+    review = report["decisions"]["review"]
+    shown = {**(PREDICTION_ROWS if review != "documents" else {}),
+             **(DOCUMENT_REVIEW_ROWS if review != "predictions" else {})}
     rows = []
     for name, model in result.models.items():
         row = {"model": name, "documents": model.n_documents}
         row.update({m.label: m.get(model) for m in metrics})
-        automation = report["models"][name]["automation"]
-        for label, key in DECISION_ROWS.items():
-            row[label] = value_at(report["models"][name], key)
+        figures = report["models"][name]
+        automation = figures["automation"]
+        row["Confidences"] = automation["confidence_source"]
+        for label, key in shown.items():
+            row[label] = value_at(figures, key)
+            recommended = key.rpartition(".recommended.")[0]
             if automation["reason"]:
                 row[label] = "no confidences"
-            elif key.startswith("automation.recommended") and not automation["recommended"]["reachable"]:
+            elif recommended and not value_at(figures, f"{recommended}.recommended.reachable"):
                 row[label] = "not reachable"
         rows.append(row)
     return pd.DataFrame(rows)

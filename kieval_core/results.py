@@ -46,7 +46,12 @@ class ModelResult:
     matchings are then written per partition, and ``error_list`` holds the partitions'
     error tables when they were asked for). ``meta`` is the ground
     truth's metadata (one row per document that has any). ``format`` and ``notes`` say how
-    the predictions were read (for the load report).
+    the predictions were read (for the load report). ``missing_confidence`` is the policy
+    for predictions without confidence (SPEC 4c) the review model follows;
+    ``consensus_of`` > 0 when its confidences are the consensus of that many other models;
+    ``consensus`` is the review model with consensus confidences on the predictions that
+    carry their own, when consensus was derived beside them (for calibration), see
+    :mod:`kieval_core.consensus`.
     """
 
     name: str
@@ -61,6 +66,9 @@ class ModelResult:
     format: str = ""
     notes: tuple[str, ...] = ()
     error_list: pd.DataFrame | None = field(default=None, repr=False)
+    missing_confidence: str = "automate"
+    consensus_of: int = 0
+    consensus: ReviewModel | None = field(default=None, repr=False)
 
     @property
     def n_documents(self) -> int:
@@ -140,6 +148,14 @@ class ModelResult:
     @property
     def has_confidence(self) -> bool:
         return bool(self.tally.review.has_confidence.any())
+
+    @property
+    def confidence_source(self) -> str:
+        """Where the review model's confidences come from: ``model``, ``consensus of N
+        models`` or ``none``."""
+        if self.consensus_of:
+            return f"consensus of {self.consensus_of} models"
+        return "model" if self.has_confidence else "none"
 
     # --- breakdowns ---------------------------------------------------------------------
 

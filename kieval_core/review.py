@@ -40,6 +40,10 @@ from .validation import (
 
 #: Reasons shown instead of automation figures.
 NO_CONFIDENCE = "the predictions carry no confidence"
+#: What a prediction without confidence counts as (SPEC 4c): automated (1.0) or reviewed (0.0).
+MISSING_POLICIES = {"automate": 1.0, "review": 0.0}
+#: The per-prediction arrays of a :class:`ReviewModel`, in one canonical order.
+PREDICTION_ARRAYS = ("confidence", "has_confidence", "doc", "entity_type", "wrong", "gain", "cell", "copies")
 
 
 @dataclass(frozen=True)
@@ -117,6 +121,8 @@ class ReviewModel:
     entity_type: np.ndarray  # index into entity_types
     wrong: np.ndarray  # an FP: substituted or deleted
     gain: np.ndarray  # reviewing it substitutes it (it becomes a TP)
+    cell: np.ndarray  # its cell (pair, entity type): ids unique within the model
+    copies: np.ndarray  # identical values of one cell share an id: the most confident are the TPs
     doc_ids: tuple[str, ...]
     entity_types: tuple[str, ...]
     base_type: np.ndarray
@@ -125,24 +131,35 @@ class ReviewModel:
     base_addition: np.ndarray
 
     @classmethod
-    def from_counted(cls, counted: Counted) -> ReviewModel:
+    def from_counted(cls, counted: Counted, confidence: np.ndarray | None = None,
+                     has_confidence: np.ndarray | None = None) -> ReviewModel:
+        """The model of the engine's tables. ``confidence`` (one per predicted entity, in
+        the table's order) replaces the file's own, e.g. consensus confidences
+        (:mod:`kieval_core.consensus`); ``has_confidence`` then says which of them count
+        as carrying one (default: all)."""
         pred, cells = counted.pred_entities, counted.cells
         conf = pred["confidence"].to_numpy(np.float64)
         wrong = (pred["status"] != "correct").to_numpy()
-        cell = pred["cell"].to_numpy()
-        review_conf = np.nan_to_num(conf, nan=1.0)
+        cell = pred["cell"].to_numpy().astype(np.int64)
+        if confidence is None:
+            review_conf, has = np.nan_to_num(conf, nan=1.0), ~np.isnan(conf)
+        else:
+            review_conf = np.asarray(confidence, np.float64)
+            has = np.ones(len(conf), bool) if has_confidence is None else np.asarray(has_confidence, bool)
         gain = np.zeros(len(conf), bool)
         fps = np.flatnonzero(wrong)
         order = fps[np.lexsort((fps, review_conf[fps], cell[fps]))]
         gain[order] = run_ranks(cell[order]) < cells["fn"].to_numpy()[cell[order]]
+        copies = np.unique(np.column_stack([cell, pred["copies"].to_numpy(np.int64)]), axis=0,
+                           return_inverse=True)[1].reshape(-1) if len(cell) else np.zeros(0, np.int64)
         base = cells.groupby([cells["entity_type"].cat.codes, cells["doc_id"].cat.codes])[
             ["tp", "addition"]].sum()
         base = base[(base["tp"] > 0) | (base["addition"] > 0)]
         return cls._canonical(
-            confidence=review_conf, has_confidence=~np.isnan(conf),
+            confidence=review_conf, has_confidence=has,
             doc=pred["doc_id"].cat.codes.to_numpy().astype(np.int64),
             entity_type=pred["entity_type"].cat.codes.to_numpy().astype(np.int64),
-            wrong=wrong, gain=gain, doc_ids=tuple(counted.doc_ids),
+            wrong=wrong, gain=gain, cell=cell, copies=copies.astype(np.int64), doc_ids=tuple(counted.doc_ids),
             entity_types=tuple(str(t) for t in pred["entity_type"].cat.categories),
             base_type=base.index.get_level_values(0).to_numpy(np.int64),
             base_doc=base.index.get_level_values(1).to_numpy(np.int64),
@@ -153,7 +170,7 @@ class ReviewModel:
     def _canonical(cls, **arrays) -> ReviewModel:
         order = np.lexsort(tuple(arrays[k] for k in ("gain", "wrong", "has_confidence", "confidence",
                                                       "entity_type", "doc")))
-        for key in ("confidence", "has_confidence", "doc", "entity_type", "wrong", "gain"):
+        for key in PREDICTION_ARRAYS:
             arrays[key] = arrays[key][order]
         base = np.lexsort((arrays["base_doc"], arrays["base_type"]))
         for key in ("base_type", "base_doc", "base_tp", "base_addition"):
@@ -167,14 +184,18 @@ class ReviewModel:
         doc_ids = np.asarray(sorted(d for part in parts for d in part.doc_ids), dtype=object)
         types = sorted({t for part in parts for t in part.entity_types})
         doc_index, type_index = pd.Index(doc_ids), pd.Index(types)
-        keys = ("confidence", "has_confidence", "doc", "entity_type", "wrong", "gain", "base_type",
-                "base_doc", "base_tp", "base_addition")
+        keys = (*PREDICTION_ARRAYS, "base_type", "base_doc", "base_tp", "base_addition")
         arrays: dict[str, list] = {k: [] for k in keys}
+        offsets = {"cell": 0, "copies": 0}
         for part in parts:
             docs = doc_index.get_indexer(np.asarray(part.doc_ids, dtype=object))
             kinds = type_index.get_indexer(list(part.entity_types))
             for key in ("confidence", "has_confidence", "wrong", "gain", "base_tp", "base_addition"):
                 arrays[key].append(getattr(part, key))
+            for key in offsets:  # ids stay unique across parts
+                ids = getattr(part, key)
+                arrays[key].append(ids + offsets[key])
+                offsets[key] += int(ids.max(initial=-1)) + 1
             arrays["doc"].append(docs[part.doc])
             arrays["entity_type"].append(kinds[part.entity_type])
             arrays["base_doc"].append(docs[part.base_doc])
@@ -223,7 +244,8 @@ class ReviewModel:
         return ReviewModel(
             confidence=self.confidence[keep], has_confidence=self.has_confidence[keep],
             doc=new_code[self.doc[keep]], entity_type=self.entity_type[keep], wrong=self.wrong[keep],
-            gain=self.gain[keep], doc_ids=tuple(np.asarray(self.doc_ids, object)[documents]),
+            gain=self.gain[keep], cell=self.cell[keep], copies=self.copies[keep],
+            doc_ids=tuple(np.asarray(self.doc_ids, object)[documents]),
             entity_types=self.entity_types, base_type=self.base_type[base],
             base_doc=new_code[self.base_doc[base]], base_tp=self.base_tp[base],
             base_addition=self.base_addition[base],
@@ -235,10 +257,62 @@ class ReviewModel:
         return ReviewModel(
             confidence=self.confidence[keep], has_confidence=self.has_confidence[keep],
             doc=self.doc[keep], entity_type=np.zeros(int(keep.sum()), np.int64), wrong=self.wrong[keep],
-            gain=self.gain[keep], doc_ids=self.doc_ids, entity_types=(self.entity_types[code],),
+            gain=self.gain[keep], cell=self.cell[keep], copies=self.copies[keep], doc_ids=self.doc_ids,
+            entity_types=(self.entity_types[code],),
             base_type=np.zeros(int(base.sum()), np.int64), base_doc=self.base_doc[base],
             base_tp=self.base_tp[base], base_addition=self.base_addition[base],
         )
+
+    def with_confidence(self, confidence: np.ndarray, has_confidence: np.ndarray) -> ReviewModel:
+        """The same predictions reviewed by other confidences (one per prediction, in this
+        model's order). Counts stay as they are; what follows the confidences follows them:
+        which identical copies of a cell are its TPs (the most confident, SPEC 4) and which
+        wrong values of a cell review substitutes (the least confident first)."""
+        confidence = np.asarray(confidence, np.float64)
+        _, group = np.unique(self.copies, return_inverse=True)
+        right = np.bincount(group, weights=~self.wrong, minlength=group.max(initial=-1) + 1)
+        order = np.lexsort((-confidence, group))
+        wrong = np.empty(self.n_predictions, bool)
+        wrong[order] = run_ranks(group[order]) >= right[group[order]]
+        _, cell = np.unique(self.cell, return_inverse=True)
+        gains = np.bincount(cell, weights=self.gain, minlength=cell.max(initial=-1) + 1)
+        fps = np.flatnonzero(wrong)
+        order = fps[np.lexsort((confidence[fps], cell[fps]))]
+        gain = np.zeros(self.n_predictions, bool)
+        gain[order] = run_ranks(cell[order]) < gains[cell[order]]
+        arrays = {k: getattr(self, k) for k in PREDICTION_ARRAYS}
+        arrays.update(confidence=confidence, has_confidence=np.asarray(has_confidence, bool), wrong=wrong,
+                      gain=gain)
+        return ReviewModel._canonical(
+            **arrays, doc_ids=self.doc_ids, entity_types=self.entity_types, base_type=self.base_type,
+            base_doc=self.base_doc, base_tp=self.base_tp, base_addition=self.base_addition)
+
+    def with_missing(self, policy: str) -> ReviewModel:
+        """Predictions without confidence automated (``automate``: they count as 1.0, the
+        default) or reviewed at every threshold above 0 (``review``: they count as 0.0)."""
+        if policy not in MISSING_POLICIES:
+            msg = f"unknown missing-confidence policy {policy!r}; choose {' or '.join(MISSING_POLICIES)}"
+            raise KievalOptionError(msg)
+        confidence = np.where(self.has_confidence, self.confidence, MISSING_POLICIES[policy])
+        if np.array_equal(confidence, self.confidence):
+            return self
+        return self.with_confidence(confidence, self.has_confidence)
+
+    # --- per document -----------------------------------------------------------------
+
+    def per_document(self, values: np.ndarray) -> np.ndarray:
+        """Sum of a per-prediction array over each document's predictions."""
+        return np.bincount(self.doc, weights=values, minlength=self.n_documents).astype(np.int64)
+
+    @property
+    def doc_errors(self) -> np.ndarray:
+        """Errors per document before review: its wrong predictions and its additions."""
+        return self.per_document(self.wrong) + self.doc_addition
+
+    @property
+    def doc_gt(self) -> np.ndarray:
+        """GT entities per document: TPs, substitutions and additions (FN = Subs + Add)."""
+        return self.doc_tp + self.per_document(self.gain) + self.doc_addition
 
     def thresholds_of(self, threshold: float | Mapping[str, float] | np.ndarray) -> np.ndarray:
         """The threshold of every prediction: one for all, one per entity type (types
@@ -277,6 +351,8 @@ class ReviewPoint:
     reviews_per_1000_documents: float
     cost: float
     cost_per_1000_documents: float
+    added_by_review: int = 0  # whole-document review only
+    review: str = "predictions"  # what a person reviews: "predictions" or whole "documents"
 
     @property
     def errors(self) -> int:
@@ -295,7 +371,8 @@ def review_at(model: ReviewModel, threshold: float | Mapping[str, float],
     >>> m = ReviewModel(
     ...     confidence=np.array([0.9, 0.2]), has_confidence=np.array([True, True]),
     ...     doc=np.array([0, 0]), entity_type=np.array([0, 1]), wrong=np.array([False, True]),
-    ...     gain=np.array([False, True]), doc_ids=("d",), entity_types=("total", "date"),
+    ...     gain=np.array([False, True]), cell=np.array([0, 1]), copies=np.array([0, 1]),
+    ...     doc_ids=("d",), entity_types=("total", "date"),
     ...     base_type=np.array([0]), base_doc=np.array([0]), base_tp=np.array([1]),
     ...     base_addition=np.array([0]))
     >>> review_at(m, 0.0).kieval_aligned, review_at(m, 0.5).kieval_aligned
@@ -344,6 +421,100 @@ def _point(model: ReviewModel, reviewed: np.ndarray, costs: Costs) -> ReviewPoin
         reviews_per_1000_documents=1000.0 * int(reviewed.sum()) / n_docs if n_docs else 0.0,
         cost=float(cost), cost_per_1000_documents=1000.0 * cost / n_docs if n_docs else 0.0,
     )
+
+
+# --- whole-document review (SPEC 4c) -----------------------------------------------------
+
+#: What a person reviews: the predictions below τ, or every document with one below τ, whole.
+REVIEW_MODES = ("predictions", "documents")
+
+
+def review_documents_with(model: ReviewModel, limits: np.ndarray, costs: Costs = Costs()) -> ReviewPoint:
+    """Whole-document review (SPEC 4c): a document with any prediction below its limit is
+    opened and corrected entirely, additions included; the others keep their errors."""
+    limits = check_length("limits", limits, model.n_predictions, "prediction")
+    check_instance("costs", costs, Costs)
+    n_docs, n = model.n_documents, model.n_predictions
+    opened = np.zeros(n_docs, bool)
+    opened[model.doc[model.confidence < limits]] = True
+    kept = ~opened
+    substitution_doc = model.per_document(model.gain)
+    deletion_doc = model.per_document(model.wrong & ~model.gain)
+    reviewed = int(model.per_document(np.ones(n))[opened].sum())
+    substitution, deletion = int(substitution_doc[kept].sum()), int(deletion_doc[kept].sum())
+    addition = int(model.doc_addition[kept].sum())
+    tp_after = model.tp + int((model.doc_gt - model.doc_tp)[opened].sum())
+    correct = int((opened | (model.doc_errors == 0)).sum())
+    n_opened = int(opened.sum())
+    cost = (costs.per_review * reviewed + costs.per_document * n_opened + costs.substitution * substitution
+            + costs.addition * addition + costs.deletion * deletion)
+    return ReviewPoint(
+        predictions=n, reviewed=reviewed, auto_rate=1.0 - reviewed / n if n else 1.0,
+        substituted_by_review=int(substitution_doc[opened].sum()),
+        deleted_by_review=int(deletion_doc[opened].sum()),
+        substitution=substitution, addition=addition, deletion=deletion, tp_after=tp_after,
+        kieval_aligned=float(aligned_score(tp_after, substitution + addition + deletion)),
+        documents=n_docs, straight_through=n_docs - n_opened,
+        straight_through_rate=(n_docs - n_opened) / n_docs if n_docs else 1.0,
+        correct_documents=correct, document_accuracy=correct / n_docs if n_docs else 1.0,
+        opened_documents=n_opened, reviews_per_1000_documents=1000.0 * reviewed / n_docs if n_docs else 0.0,
+        cost=float(cost), cost_per_1000_documents=1000.0 * cost / n_docs if n_docs else 0.0,
+        added_by_review=int(model.doc_addition[opened].sum()), review="documents",
+    )
+
+
+#: The columns of :func:`document_review_curve`.
+DOCUMENT_REVIEW_COLUMNS = ["threshold", "straight_through_rate", "kieval_aligned", "document_accuracy",
+                           "cost_per_1000_documents", "auto_rate", "reviewed", "opened_documents",
+                           "substitution", "addition", "deletion", "cost"]
+
+
+def document_review_curve(model: ReviewModel, costs: Costs = Costs()) -> pd.DataFrame:
+    """Whole-document review at every threshold of :func:`thresholds` (SPEC 4c): the
+    straight-through rate, accuracy after review (KIEval_Aligned with opened documents
+    fully right), the share of documents right, and the cost. ``auto_rate`` and
+    ``reviewed`` count the predictions of documents not opened / opened.
+
+    A document is opened from the threshold just above its least confident prediction, so
+    sorting documents by that confidence makes every figure a cumulative sum.
+    """
+    check_instance("costs", costs, Costs)
+    taus = thresholds(model.confidence)
+    n_docs, n = model.n_documents, model.n_predictions
+    least = np.full(n_docs, np.inf)
+    np.minimum.at(least, model.doc, model.confidence)
+    order = np.argsort(least, kind="stable")
+    opened = np.searchsorted(least[order], taus, side="left")
+
+    def in_opened(per_doc: np.ndarray) -> np.ndarray:
+        return np.concatenate([[0], np.cumsum(per_doc[order])])[opened]
+
+    substitution_doc = model.per_document(model.gain)
+    deletion_doc = model.per_document(model.wrong & ~model.gain)
+    substitution = int(substitution_doc.sum()) - in_opened(substitution_doc)
+    deletion = int(deletion_doc.sum()) - in_opened(deletion_doc)
+    addition = model.addition - in_opened(model.doc_addition)
+    tp_after = model.tp + in_opened(model.doc_gt - model.doc_tp)
+    reviewed = in_opened(model.per_document(np.ones(n)))
+    clean = (model.doc_errors == 0).astype(np.int64)
+    correct = opened + int(clean.sum()) - in_opened(clean)
+    cost = (costs.per_review * reviewed + costs.per_document * opened + costs.substitution * substitution
+            + costs.addition * addition + costs.deletion * deletion).astype(np.float64)
+    ones = np.ones(len(taus))
+    return pd.DataFrame({
+        "threshold": taus,
+        "straight_through_rate": 1.0 - opened / n_docs if n_docs else ones,
+        "kieval_aligned": aligned_score(tp_after, substitution + addition + deletion),
+        "document_accuracy": correct / n_docs if n_docs else ones,
+        "cost_per_1000_documents": cost * 1000.0 / n_docs if n_docs else cost * 0.0,
+        "auto_rate": 1.0 - reviewed / n if n else ones,
+        "reviewed": reviewed.astype(np.int64),
+        "opened_documents": opened.astype(np.int64),
+        "substitution": substitution.astype(np.int64),
+        "addition": addition.astype(np.int64),
+        "deletion": deletion.astype(np.int64),
+        "cost": cost,
+    })[DOCUMENT_REVIEW_COLUMNS]
 
 
 def review_by_entity_type(model: ReviewModel, threshold: float | Mapping[str, float] | np.ndarray
@@ -461,8 +632,10 @@ class Recommendation:
     """The threshold that reaches a target with the most automation (SPEC 4).
 
     ``level`` is ``entity`` (accuracy after review, KIEval_Aligned^t; automation = share
-    of predictions not reviewed) or ``document`` (share of documents right after review;
-    automation = straight-through rate). When only full review reaches the target it is
+    of predictions not reviewed), ``document`` (share of documents right after review;
+    automation = straight-through rate) or ``document_review`` (whole-document review of
+    :func:`document_review_curve`: KIEval_Aligned^t; automation = straight-through rate).
+    When only full review reaches the target it is
     not reachable with automation: ``reachable`` is False, ``threshold`` None, and
     ``best_reachable`` the best accuracy at non-zero automation.
     """
@@ -488,7 +661,8 @@ class Recommendation:
 
 #: Per level of a recommendation: its accuracy column and its automation column.
 _LEVELS = {"entity": ("kieval_aligned", "auto_rate"),
-           "document": ("document_accuracy", "straight_through_rate")}
+           "document": ("document_accuracy", "straight_through_rate"),
+           "document_review": ("kieval_aligned", "straight_through_rate")}
 
 
 def recommend(curve: pd.DataFrame, target: float, n_documents: int, level: str = "entity") -> Recommendation:

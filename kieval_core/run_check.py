@@ -17,13 +17,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .errors import KievalInputError
+from .review import MISSING_POLICIES
 
 _TEXTS = [str]
 _GT = {"name": str, "source": str, "format": str, "doc_ids": _TEXTS, "warnings": _TEXTS, "notes": _TEXTS}
 _PEER = {"figures": dict, "documents": _TEXTS, "tables": _TEXTS}
 _MODEL = {"name": str, "source": str, "format": str, "notes": _TEXTS, "warnings": _TEXTS,
           "missing_documents": _TEXTS, "unknown_documents": _TEXTS, "peer": {str: _PEER}, "doc_ids": _TEXTS,
-          "entity_types": _TEXTS}
+          "entity_types": _TEXTS, "missing_confidence": str, "consensus_of": int}
 #: The manifest's shape: a type, a list of one shape (every item), a dict of keys (all
 #: required), or ``{str: shape}`` (any keys, every value of that shape).
 MANIFEST = {"kieval_run": int, "inputs": dict, "options": dict, "normalizer": {str: bool}, "metrics": _TEXTS,
@@ -92,6 +93,9 @@ def check_manifest(manifest: dict, directory: Path, normalizer_fields: tuple[str
             problem = f"manifest.normalizer: unknown option {', '.join(unknown)}"
     if problem is None:
         for i, model in enumerate(manifest["models"]):
+            if model["missing_confidence"] not in MISSING_POLICIES or model["consensus_of"] < 0:
+                problem = f"manifest.models[{i}]: unknown missing-confidence policy or consensus size"
+                break
             for family, peer in model["peer"].items():
                 bad = [k for k, v in peer["figures"].items()
                        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)))]

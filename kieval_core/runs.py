@@ -54,9 +54,9 @@ from .run_check import check_files, check_indices, check_manifest, parquet_files
 from .shards import is_glob, shard_paths
 from .tally import Tally
 
-RUN_FORMAT = 1
+RUN_FORMAT = 2
 DETAIL_TABLES = ("cells", "pairs", "gt_entities", "pred_entities", "flat")
-_REVIEW_ARRAYS = ("confidence", "has_confidence", "doc", "entity_type", "wrong", "gain")
+_REVIEW_ARRAYS = ("confidence", "has_confidence", "doc", "entity_type", "wrong", "gain", "cell", "copies")
 _BASE_ARRAYS = ("base_type", "base_doc", "base_tp", "base_addition")
 
 
@@ -281,6 +281,8 @@ def write_run(
                 "missing_documents": list(model.missing_documents),
                 "unknown_documents": list(model.unknown_documents),
                 "peer": peer,
+                "missing_confidence": model.missing_confidence,
+                "consensus_of": model.consensus_of,
                 **labels,
             }
         )
@@ -436,6 +438,8 @@ def _read_run(directory: Path, manifest: dict) -> SavedRun:
             counted=load_detail(folder / "detail"),
             format=entry["format"],
             notes=tuple(entry["notes"]),
+            missing_confidence=entry["missing_confidence"],
+            consensus_of=entry["consensus_of"],
         )
     result = EvaluationResult(
         gt,

@@ -140,3 +140,47 @@ def naive_field_thresholds(model, target: float) -> tuple[int, float] | None:
 
 def isclose(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12)
+
+
+def naive_document_review(counted, threshold: float, costs=(1.0, 0.0, 10.0, 10.0, 10.0),
+                          missing: float = 1.0) -> dict:
+    """Whole-document review (SPEC 4c), one document at a time: a document with any
+    prediction below ``threshold`` (missing confidence = ``missing``) is opened and
+    corrected entirely (its TPs become its GT entities, no error left); the others keep
+    their counts. Returns the figures of the document-review curve at that threshold."""
+    pred, cells = counted.pred_entities, counted.cells
+    tp = subs = adds = dels = reviewed = opened = correct = 0
+    for doc_id in counted.doc_ids:
+        mine = pred[pred["doc_id"] == doc_id]
+        confs = [missing if c != c else c for c in mine["confidence"]]
+        doc_cells = cells[cells["doc_id"] == doc_id]
+        c = {k: int(doc_cells[k].sum()) for k in ("tp", "n_gt", "substitution", "addition", "deletion")}
+        if any(conf < threshold for conf in confs):
+            opened += 1
+            reviewed += len(confs)
+            tp += c["n_gt"]
+            correct += 1
+        else:
+            tp += c["tp"]
+            subs, adds, dels = subs + c["substitution"], adds + c["addition"], dels + c["deletion"]
+            correct += c["substitution"] + c["addition"] + c["deletion"] == 0
+    n_docs, n = len(counted.doc_ids), len(pred)
+    cost = (costs[0] * reviewed + costs[1] * opened + costs[2] * subs + costs[3] * adds + costs[4] * dels)
+    return {
+        "straight_through_rate": 1.0 - opened / n_docs if n_docs else 1.0,
+        "kieval_aligned": float(aligned_score(tp, subs + adds + dels)),
+        "document_accuracy": correct / n_docs if n_docs else 1.0,
+        "auto_rate": 1.0 - reviewed / n if n else 1.0,
+        "reviewed": reviewed, "opened_documents": opened, "substitution": subs, "addition": adds,
+        "deletion": dels, "cost": cost,
+        "cost_per_1000_documents": 1000.0 * cost / n_docs if n_docs else 0.0,
+    }
+
+
+def naive_consensus(predictions: dict, normalizer) -> dict:
+    """Per model, per prediction (in order): the share of the other models having a
+    prediction of the same normalised (entity type, value) in the same document."""
+    seen = {name: {(d, t, normalizer(v)) for d, t, v in rows} for name, rows in predictions.items()}
+    others = len(predictions) - 1
+    return {name: [sum((d, t, normalizer(v)) in seen[o] for o in predictions if o != name) / others
+                   for d, t, v in rows] for name, rows in predictions.items()}

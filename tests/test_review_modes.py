@@ -1,0 +1,272 @@
+"""Whole-document review, the missing-confidence policy and consensus confidences (SPEC
+4c): the worked example through the Python API and the CLI, naive oracles under
+hypothesis, bad input, and the real SROIE systems (skipped without ../shared/data)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from builders import dataset, write_jsonl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from oracles import isclose, naive_consensus, naive_document_review, naive_review
+from test_invariance import document
+from test_worked_examples import RPA_GT, RPA_PRED
+
+from kieval_core import DecisionOptions, Normalizer, evaluate, load
+from kieval_core.cli import main
+from kieval_core.consensus import consensus_confidence, with_confidence_sources
+from kieval_core.field_thresholds import per_field_thresholds
+from kieval_core.report import build_report
+from kieval_core.review import (
+    Costs,
+    document_review_curve,
+    recommend,
+    review_documents_with,
+)
+
+
+def _model(gt, pred, name="m"):
+    return evaluate(dataset(gt, "gt"), {name: dataset(pred, name)}).models[name]
+
+
+@pytest.fixture
+def rpa_files(tmp_path):
+    gt = write_jsonl(tmp_path / "gt.jsonl", [{"doc_id": "r", "gt_parse": RPA_GT}])
+    pred = write_jsonl(tmp_path / "m.jsonl", [{"doc_id": "r", "prediction": RPA_PRED}])
+    return gt, pred
+
+
+# --- SPEC 4c worked example --------------------------------------------------------------
+
+
+def _check_worked_example(points: dict) -> None:
+    """τ <= 0.30: the receipt is not opened (7/11, 0 documents right, 4 errors: 40,000 per
+    1,000 documents); τ > 0.30: opened and corrected whole (10/10, 1, 10 reviews: 10,000)."""
+    for tau, p in points.items():
+        expected = (1.0, 7 / 11, 0.0, 40_000.0) if tau <= 0.30 else (0.0, 1.0, 1.0, 10_000.0)
+        got = (p["straight_through_rate"], p["kieval_aligned"], p["document_accuracy"],
+               p["cost_per_1000_documents"])
+        assert got == pytest.approx(expected), tau
+    assert {round(t, 6) for t in points} >= {0.0, 0.30, 0.35, 0.40, 0.95}
+
+
+def test_worked_example_through_the_python_api(rpa_files):
+    model = evaluate(*rpa_files).models["m"]
+    curve = document_review_curve(model.review, Costs())
+    _check_worked_example({row["threshold"]: row for row in curve.to_dict("records")})
+    assert curve["threshold"].iloc[-1] > 0.95
+    rec = recommend(curve, 0.85, model.n_documents, "document_review")
+    # opening the receipt leaves no automation
+    assert not rec.reachable and rec.best_reachable == pytest.approx(7 / 11)
+    point = review_documents_with(model.review, np.full(model.n_predictions, 0.31))
+    assert (point.tp_after, point.errors, point.added_by_review, point.opened_documents) == (10, 0, 1, 1)
+
+
+def test_worked_example_through_the_cli(rpa_files, tmp_path):
+    out = tmp_path / "report.json"
+    gt, pred = rpa_files
+    assert main(["evaluate", "--gt", str(gt), "--pred", str(pred), "--json", str(out), "--bootstrap", "0",
+                 "--target-accuracy", "0.6"]) == 0
+    report = json.loads(out.read_text("utf-8"))
+    automation = report["models"]["m"]["automation"]
+    assert report["decisions"]["review"] == "both" and automation["review"] == "both"
+    section = automation["document_review"]
+    _check_worked_example({p["threshold"]: p for p in section["curve"]})
+    assert set(section["curve"][0]) == {"threshold", "straight_through_rate", "kieval_aligned",
+                                        "document_accuracy", "cost_per_1000_documents"}
+    assert section["recommended"]["threshold"] == 0.0 and section["recommended"]["reachable"]
+    assert section["min_cost"]["cost_per_1000_documents"] == pytest.approx(10_000)
+    assert automation["curve"] is not None  # both policies by default
+    assert automation["confidence_source"] == "model" and automation["missing_confidence"] == "automate"
+
+
+@pytest.mark.parametrize(("review", "predictions", "documents"),
+                         [("predictions", True, False), ("documents", False, True)])
+def test_review_option_selects_the_policies_reported(rpa_files, tmp_path, capsys, review, predictions,
+                                                     documents):
+    out = tmp_path / "report.json"
+    gt, pred = rpa_files
+    assert main(["evaluate", "--gt", str(gt), "--pred", str(pred), "--json", str(out), "--bootstrap", "0",
+                 "--review", review]) == 0
+    automation = json.loads(out.read_text("utf-8"))["models"]["m"]["automation"]
+    assert (automation["curve"] is not None, automation["document_review"] is not None) == (predictions,
+                                                                                         documents)
+    assert automation["calibration"] is not None
+    printed = capsys.readouterr().out
+    assert ("Recommended τ" in printed, "Whole-doc τ" in printed) == (predictions, documents)
+
+
+# --- oracles ------------------------------------------------------------------------------
+
+
+@st.composite
+def corpus(draw, models: int = 1):
+    n = draw(st.integers(1, 4))
+    gt = {f"d{i}": draw(document(with_conf=False)) for i in range(n)}
+    preds = [{f"d{i}": draw(document(with_conf=True)) for i in range(n)} for _ in range(models)]
+    return gt, preds
+
+
+COSTS = Costs(per_review=1.5, per_document=4.0, substitution=10.0, addition=20.0, deletion=7.0)
+
+
+@settings(max_examples=75, deadline=None)
+@given(corpus())
+def test_document_review_equals_a_naive_loop_over_documents(data):
+    gt, (pred,) = data
+    m = _model(gt, pred)
+    curve = document_review_curve(m.review, COSTS)
+    costs = (COSTS.per_review, COSTS.per_document, COSTS.substitution, COSTS.addition, COSTS.deletion)
+    for row in curve.to_dict("records"):
+        expected = naive_document_review(m.counted, row["threshold"], costs)
+        for key, value in expected.items():
+            assert isclose(row[key], value), (key, row["threshold"], row[key], value)
+        point = review_documents_with(m.review, np.full(m.n_predictions, row["threshold"]), COSTS)
+        for key in ("straight_through_rate", "kieval_aligned", "document_accuracy", "reviewed", "cost"):
+            assert isclose(getattr(point, key), row[key]), key
+    assert curve["kieval_aligned"].iloc[0] == m.aligned  # nothing opened at τ = 0
+    assert (np.diff(curve["kieval_aligned"]) >= -1e-12).all()
+    assert (np.diff(curve["straight_through_rate"]) <= 1e-12).all()
+
+
+def _filled(pred: dict, value: float) -> dict:
+    return {d: [(*r[:4], value if math.isnan(r[4]) else r[4]) for r in rows] for d, rows in pred.items()}
+
+
+@settings(max_examples=75, deadline=None)
+@given(corpus())
+def test_missing_confidences_reviewed_equal_a_file_that_says_zero(data):
+    gt, (pred,) = data
+    result = evaluate(dataset(gt, "gt"), {"m": dataset(pred, "m")})
+    m = result.models["m"]
+    reviewed = with_confidence_sources(result, "review").models["m"]
+    assert reviewed.missing_confidence == "review"
+    zero = _model(gt, _filled(pred, 0.0))  # the same data with the missing confidences written as 0.0
+    columns = ["threshold", "auto_rate", "kieval_aligned", "reviewed", "substitution", "addition", "deletion",
+               "straight_through_rate", "document_accuracy", "opened_documents"]
+    assert reviewed.curve[columns].equals(zero.curve[columns])
+    assert document_review_curve(reviewed.review).equals(document_review_curve(zero.review))
+    for row in reviewed.curve.to_dict("records"):
+        expected = naive_review(zero.counted, row["threshold"])
+        assert all(isclose(row[k], v) for k, v in expected.items() if k in row), row["threshold"]
+    back = with_confidence_sources(result, "automate").models["m"]
+    assert back.curve.equals(m.curve)
+    assert reviewed.review.with_missing("automate").with_missing("review").confidence.tolist() == (
+        reviewed.review.confidence.tolist())
+
+
+@settings(max_examples=50, deadline=None)
+@given(corpus(models=3))
+def test_consensus_equals_a_naive_count_and_a_file_that_carries_it(data):
+    gt, preds = data
+    names = ["a", "b", "c"]
+    stripped = [{d: [(*r[:4], math.nan) for r in rows] for d, rows in p.items()} for p in preds]
+    result = evaluate(dataset(gt, "gt"), {n: dataset(p, n) for n, p in zip(names, stripped, strict=True)})
+    frames = {n: result.models[n].counted.pred_entities[["doc_id", "entity_type", "value"]] for n in names}
+    fast = consensus_confidence(frames, Normalizer())
+    rows = {n: list(f.itertuples(index=False, name=None)) for n, f in frames.items()}
+    slow = naive_consensus(rows, Normalizer())
+    assert {n: v.tolist() for n, v in fast.items()} == slow
+    derived = with_confidence_sources(result, source="consensus")
+    for i, name in enumerate(names):
+        model = derived.models[name]
+        assert model.confidence_source == "consensus of 2 models"
+        assert model.has_confidence or model.n_predictions == 0
+        # the same predictions with the consensus written into the file score the same curves
+        order = result.models[name].counted.pred_entities["position"].to_numpy()
+        conf = np.empty(len(order))
+        conf[order] = fast[name]
+        flat = [(d, r) for d, rows_ in stripped[i].items() for r in rows_]
+        written: dict = {d: [] for d in stripped[i]}
+        for k, (d, r) in enumerate(flat):
+            written[d].append((*r[:4], conf[k]))
+        carried = _model(gt, written, name)
+        assert model.curve.equals(carried.curve)
+
+
+def test_consensus_needs_three_models_and_keeps_own_confidences(rpa_files, tmp_path, capsys):
+    gt, pred = rpa_files
+    bare = write_jsonl(tmp_path / "bare.jsonl", [{"doc_id": "r", "prediction": {"company": "ACME"}}])
+    out = tmp_path / "report.json"
+    assert main(["evaluate", "--gt", str(gt), "--pred", str(pred), "--pred", str(bare), "--json", str(out),
+                 "--bootstrap", "0", "--confidence-from", "consensus"]) == 0
+    err = capsys.readouterr().err
+    assert "needs at least 3 models" in err and "2 are loaded" in err
+    assert "bare without confidences keep none" in err
+    models = json.loads(out.read_text("utf-8"))["models"]
+    assert models["bare"]["automation"]["confidence_source"] == "none"
+    third = write_jsonl(tmp_path / "third.jsonl",
+                        [{"doc_id": "r", "prediction": {"company": "ACME", "total": "9"}}])
+    assert main(["evaluate", "--gt", str(gt), "--pred", str(pred), "--pred", str(bare), "--pred", str(third),
+                 "--json", str(out), "--bootstrap", "0", "--confidence-from", "consensus"]) == 0
+    err = capsys.readouterr().err
+    assert "m: own confidences kept" in err
+    models = json.loads(out.read_text("utf-8"))["models"]
+    assert models["m"]["automation"]["confidence_source"] == "model"
+    assert models["m"]["automation"]["calibration_consensus"] is not None  # compared with consensus
+    assert models["bare"]["automation"]["confidence_source"] == "consensus of 2 models"
+    assert models["third"]["automation"]["curve"] is not None
+
+
+# --- per-field thresholds that review a whole field ----------------------------------------
+
+
+def test_a_field_reviewed_whole_says_so_in_the_report():
+    gt = {"A": [("", "", "total", "5"), ("", "", "date", "1/1")], "B": [("", "", "total", "7"),
+                                                                        ("", "", "date", "2/2")]}
+    pred = {"A": [("", "", "total", "5", 0.9), ("", "", "date", "9/9", 0.95)],
+            "B": [("", "", "total", "7", 0.8), ("", "", "date", "8/8", 0.97)]}
+    m = _model(gt, pred)
+    fields = per_field_thresholds(m.review, 0.9)
+    assert fields.reachable and fields.whole == {"date"} and fields.thresholds["date"] > 0.97
+    section = build_report(evaluate(dataset(gt, "gt"), {"m": dataset(pred, "m")}),
+                           DecisionOptions(target=0.9, resamples=0))["models"]["m"]["automation"]["per_field"]
+    assert section["thresholds"]["date"] == {"threshold": None, "review": "all"}
+    assert section["thresholds"]["total"] == {"threshold": 0.0, "review": "below threshold"}
+    table = {r["entity_type"]: r for r in section["table"]}
+    assert table["date"]["threshold"] is None and table["date"]["review"] == "all"
+
+
+# --- real systems ----------------------------------------------------------------------------
+
+
+def test_textract_with_missing_confidences_reviewed(tmp_path, shared_data):
+    sroie = shared_data / "sroie"
+    textract = sroie / "predictions" / "aws_textract_analyzeexpense.jsonl"
+    result = evaluate(load(sroie / "sroie_test_gt.jsonl"), {"textract": load(textract)})
+    model = result.models["textract"]
+    without = int((~model.review.has_confidence).sum())
+    assert 0.40 < without / model.n_predictions < 0.50  # 45% carry none
+    reviewed = with_confidence_sources(result, "review").models["textract"]
+    first = reviewed.curve.iloc[1]  # the first threshold above 0: 0.0 < τ <= the lowest real confidence
+    assert first["reviewed"] == without and model.curve.iloc[1]["reviewed"] < without
+    assert reviewed.curve.iloc[-1]["kieval_aligned"] == model.curve.iloc[-1]["kieval_aligned"]
+    out = tmp_path / "report.json"
+    assert main(["evaluate", "--gt", str(sroie / "sroie_test_gt.jsonl"), "--pred", f"textract={textract}",
+                 "--json", str(out), "--bootstrap", "0", "--missing-confidence", "review"]) == 0
+    report = json.loads(out.read_text("utf-8"))["models"]["textract"]
+    assert report["automation"]["missing_confidence"] == "review"
+    assert any("count them as 0.0" in w for w in report["warnings"])
+    assert report["automation"]["curve"][1]["auto_rate"] == pytest.approx(1 - without / model.n_predictions)
+
+
+def test_consensus_on_the_seven_sroie_systems(shared_data):
+    sroie = shared_data / "sroie"
+    files = sorted((sroie / "predictions").glob("*.jsonl"))
+    assert len(files) == 7
+    result = evaluate(load(sroie / "sroie_test_gt.jsonl"), {f.stem: load(f) for f in files},
+                      confidence_from="consensus")
+    for name, model in result.models.items():
+        expected = "model" if name == "aws_textract_analyzeexpense" else "consensus of 6 models"
+        assert model.confidence_source == expected
+        assert model.curve["kieval_aligned"].iloc[-1] >= model.aligned
+    from kieval_core.calibration import calibration
+
+    textract = result.models["aws_textract_analyzeexpense"]
+    own, cons = calibration(textract.review).iloc[0], calibration(textract.consensus).iloc[0]
+    assert own["with_confidence"] == cons["with_confidence"]  # the same predictions, both ways
+    assert cons["auroc"] > 0.5  # agreement ranks errors below right values
