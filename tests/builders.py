@@ -20,6 +20,15 @@ def dataset(docs: dict[str, list[tuple]], name: str = "pred") -> Dataset:
     return builder.build()
 
 
+def without_key(node, key: str):
+    """A JSON value with every ``key`` of its objects left out, at any depth."""
+    if isinstance(node, dict):
+        return {k: without_key(v, key) for k, v in node.items() if k != key}
+    if isinstance(node, list):
+        return [without_key(v, key) for v in node]
+    return node
+
+
 def write_jsonl(path: Path, records: list[dict]) -> Path:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), "utf-8")
     return path

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from builders import without_key
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -182,17 +183,9 @@ def test_error_export_gains_page_and_both_boxes(tmp_path):
                    ["tax", "deletion", 2, None, [7, 7, 8, 8]]]
 
 
-def _without_boxes(node):
-    if isinstance(node, dict):
-        return {k: _without_boxes(v) for k, v in node.items() if k != "bbox"}
-    if isinstance(node, list):
-        return [_without_boxes(v) for v in node]
-    return node
-
-
 def _plain_copy(path, out):
     lines = [json.loads(line) for line in Path(path).read_text("utf-8").splitlines()]
-    out.write_bytes(_jsonl([_without_boxes(r) for r in lines]))
+    out.write_bytes(_jsonl([without_key(r, "bbox") for r in lines]))
 
 
 def test_boxes_never_change_a_figure(tmp_path):
