@@ -3,7 +3,7 @@ details are one click away."""
 
 import streamlit as st
 
-from kieval_app import overview, session, sidebar, uploads
+from kieval_app import overview, saved_runs, session, sidebar, uploads
 from kieval_app.columns import metric_styler, metric_table, shown
 from kieval_app.sources import SAMPLES
 from kieval_app.text import md, number
@@ -63,8 +63,9 @@ with st.container(border=True):
                 help=f"Writes the figures, errors and matchings under {md(session.runs_dir())}; the page's "
                 "address then reopens them after a refresh or a restart.",
             )
+    saved_runs.render()
 session.render_messages(ws)
-offer = session.saved_run_offer()
+arrived, offer = session.arrival()
 if offer is not None:
     left, right = st.columns([4, 1], vertical_alignment="center")
     left.warning(
@@ -80,7 +81,7 @@ if offer is not None:
         icon=":material/inventory_2:",
         width="stretch",
     )
-elif st.session_state.get(session.FRESH) and (st.query_params.get("doc") or st.query_params.get("run")):
+elif arrived:
     st.warning(
         "This page opened in a new session (a refresh, a restart of the server or a shared link): "
         "uploaded files are not kept across sessions and no saved run is named, so the built-in sample is "

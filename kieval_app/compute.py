@@ -234,7 +234,8 @@ def open_run(store: Store, session: str, sources: Sources, options: AppOptions) 
         run = store.get(key, lambda: load_run(directory))
     except Exception as exc:
         store.hold(session, ())
-        return Workspace(sources, options, None, (f"{directory}: {exc}",), "")
+        message = str(exc) if isinstance(exc, KievalInputError) else f"{directory}: {exc}"
+        return Workspace(sources, options, None, (message,), "")
     store.hold(session, [key])
     return Workspace(sources, options, run.result, (), run.key, saved=run)
 

@@ -17,6 +17,10 @@ render. Session state holds only these keys (besides widget values):
 ``doc``, ``url``    the document shown on the Documents page; the deep link last
                     written to the URL (to tell a new deep link from the app's own)
 ``fresh``           True on a session's first run (a refresh, a restart, a shared link)
+``arrival``         what the address named when the session began: ``(run id or None,
+                    sources then)``; the Overview offers to reopen that run while the
+                    session still shows what it began with (reruns do not lose it)
+``delete_run``      the id of the saved run whose deletion waits for a confirmation
 ==================  ===============================================================
 
 Saved runs live under :func:`runs_dir`; the URL's ``run=<id>`` names the run a page
@@ -39,6 +43,9 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from kieval_core.limits import Limits
 
+from kieval_core.errors import KievalInputError, KievalOptionError
+from kieval_core.retention import default_runs_dir, is_run_id
+
 from . import compute
 from .compute import Workspace
 from .launch import OPEN_RUN
@@ -49,6 +56,7 @@ from .text import file_size, md
 
 SOURCES, PENDING, REFUSED, MESSAGES, UPLOADER = "sources", "pending", "refused", "messages", "uploader"
 WORKSPACE, DOC, URL, FRESH, MODEL = "workspace", "doc", "url", "fresh", "model"
+ARRIVAL, DELETE_RUN = "arrival", "delete_run"
 
 
 @st.cache_resource(show_spinner=False)
@@ -83,7 +91,7 @@ def session_id() -> str:
 
 def runs_dir() -> Path:
     """Where the dashboard saves runs (``KIEVAL_RUNS_DIR``, default ``~/.kieval/runs``)."""
-    return Path(os.environ.get("KIEVAL_RUNS_DIR", Path.home() / ".kieval" / "runs"))
+    return default_runs_dir()
 
 
 def initial_sources() -> Sources:
@@ -96,6 +104,8 @@ def init_state() -> None:
     """Defaults on a session's first run: a saved run or a built-in sample, no messages."""
     st.session_state[FRESH] = SOURCES not in st.session_state
     st.session_state.setdefault(SOURCES, initial_sources())
+    if st.session_state[FRESH] and (st.query_params.get("doc") or st.query_params.get("run")):
+        st.session_state[ARRIVAL] = (_saved_run(st.query_params.get("run")), st.session_state[SOURCES])
     for key in (PENDING, REFUSED, MESSAGES):
         st.session_state.setdefault(key, [])
     st.session_state.setdefault(UPLOADER, 0)
@@ -239,18 +249,33 @@ def save_run() -> None:
     """Save the current evaluation under the runs directory and put its id in the URL, so
     a refresh or a restart can offer to reopen it."""
     ws = current()
-    path = compute.save_workspace(ws, runs_dir())
+    try:
+        path = compute.save_workspace(ws, runs_dir())
+    except (KievalInputError, KievalOptionError, OSError) as exc:  # e.g. another session saves it now
+        st.session_state[MESSAGES] = [("error", f"The run was not saved: {exc}")]
+        return
     st.query_params["run"] = ws.key
     st.session_state[MESSAGES] = [("success", f"Saved as {path}; this page's address reopens it.")]
 
 
 def open_saved(key: str) -> None:
-    st.session_state.update({SOURCES: Sources(None, run=str(runs_dir() / key)), MESSAGES: []})
+    if _saved_run(key) is not None:
+        st.session_state.update({SOURCES: Sources(None, run=str(runs_dir() / key)), MESSAGES: []})
+        st.query_params["run"] = key
 
 
-def saved_run_offer() -> str | None:
-    """On a session's first run: the id of a saved run the URL names, if it exists."""
-    key = st.query_params.get("run")
-    if not st.session_state.get(FRESH) or not key or not key.isalnum():
+def _saved_run(key: object) -> str | None:
+    """``key`` if it names a saved run (the id is checked before any file system call)."""
+    if not is_run_id(key):
         return None
-    return key if (runs_dir() / key / "manifest.json").is_file() else None
+    return key if (runs_dir() / key / "manifest.json").is_file() else None  # type: ignore[operator]
+
+
+def arrival() -> tuple[bool, str | None]:
+    """Whether this session began from an address naming a document or a run and still
+    shows what it began with, and the id of the saved run that address names (if it
+    exists)."""
+    began = st.session_state.get(ARRIVAL)
+    if began is None or began[1] != st.session_state.get(SOURCES):
+        return False, None
+    return True, began[0]
