@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import rankdata
 
 from .errors import KievalOptionError
 from .review import ReviewModel
@@ -79,8 +78,26 @@ def auroc(confidence: np.ndarray, correct: np.ndarray) -> float | None:
     n_neg = len(correct) - n_pos
     if not n_pos or not n_neg:
         return None
-    ranks = rankdata(confidence)
+    ranks = average_ranks(confidence)
     return float((ranks[correct].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks, ties sharing the mean of their ranks (``scipy.stats.rankdata``'s
+    default, whose import alone costs ~0.9 s; every rank is a whole or half number, exact).
+
+    >>> average_ranks(np.array([0.5, 0.1, 0.5, 0.9])).tolist()
+    [2.5, 1.0, 2.5, 4.0]
+    """
+    order = np.argsort(values, kind="mergesort")
+    ordered = values[order]
+    start = np.ones(len(values), bool)
+    start[1:] = ordered[1:] != ordered[:-1]
+    first = np.flatnonzero(start)
+    last = np.append(first[1:], len(values))
+    ranks = np.empty(len(values), np.float64)
+    ranks[order] = ((first + last + 1) / 2)[np.cumsum(start) - 1]
+    return ranks
 
 
 def _summary(name: str, confidence: np.ndarray, has: np.ndarray, correct: np.ndarray, bins: int) -> dict:

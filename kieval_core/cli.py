@@ -13,27 +13,18 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
-from .consensus import CONFIDENCE_FROM
-from .decisions import MAX_RESAMPLES, REVIEW_CHOICES, DecisionOptions
+# only light modules here: `kieval --help` must not wait for pandas, scipy or pyarrow; each
+# command imports what it needs, and only the chosen command's options are built
 from .errors import KievalInputError, KievalOptionError, UndefinedMetricWarning
-from .evaluate import ENGINES, evaluate
 from .limits import LIMITS, SPECS, Limits
-from .loaders import FORMATS, LoadOptions
-from .normalize import Normalizer
 from .outputs import Interrupted, OutputSet, StagedFile, stop_on_signals
-from .peer_families import STRUCTURES, PeerOptions
-from .registry import FAMILIES, METRICS, Metric
-from .report import DECISION_ROWS, WHOLE_ROWS, cell_text, render_report, summary_frame, value_at
-from .results import all_errors
-from .retention import describe_size, format_runs, list_runs, prune_runs, remove_run, saved_at
-from .review import MISSING_POLICIES, Costs
-from .runs import RunStage, digest, load_run
-from .safe_text import CSV_FORMULAS, csv_text, for_terminal
-from .shards import input_name
-from .tracking import MlflowTarget
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .registry import Metric
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_GATE = 0, 1, 2, 3
 
@@ -46,12 +37,52 @@ def _pair(text: str, what: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line; the options of ``evaluate`` (which name the core's formats,
+    families and engines, so they import it) are built only when ``command`` is
+    ``evaluate``: ``kieval --help`` starts at once."""
     parser = argparse.ArgumentParser(prog="kieval", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     ev = sub.add_parser("evaluate", help="score prediction files against a ground truth",
                         description="Score prediction files against a ground truth; print a summary, "
                                     "write the JSON report and the error list, and check CI gates.")
+    if command == "evaluate":
+        _evaluate_options(ev)
+    dash = sub.add_parser("dashboard", help="start the Streamlit dashboard",
+                          description="Start the dashboard. Options after -- (or any --server.* "
+                                      "option) are passed to Streamlit's server.")
+    dash.add_argument("run", nargs="?", type=Path, help="a saved run to open (from --save-run DIR)")
+    dash.add_argument("--port", type=int, default=8501, help="port (default 8501)")
+    dash.add_argument("--host", default="localhost",
+                      help="address to listen on (default localhost: this machine only; 0.0.0.0 for all)")
+    _limit_options(dash.add_argument_group("limits of the server (each also an environment variable)"), "app")
+    sub.add_parser("metrics", help="list every metric with its definition")
+    runs = sub.add_parser("runs", help="list, remove or prune saved runs",
+                          description="The saved runs of the runs directory (the dashboard's Save this run).")
+    runs.add_argument("--dir", type=Path, metavar="DIR",
+                      help="the runs directory (default: $KIEVAL_RUNS_DIR, else ~/.kieval/runs)")
+    action = runs.add_subparsers(dest="action", required=True)
+    action.add_parser("list", help="every saved run: id, date, size, models, ground truth")
+    rm = action.add_parser("rm", help="remove saved runs by id")
+    rm.add_argument("ids", nargs="+", metavar="ID")
+    prune = action.add_parser("prune", help="remove runs older than DAYS, then the oldest until the rest fit "
+                                            "in N MiB")
+    prune.add_argument("--older-than", type=float, metavar="DAYS")
+    prune.add_argument("--max-total-mb", type=float, metavar="N")
+    prune.add_argument("--dry-run", action="store_true", help="say what would be removed, remove nothing")
+    return parser
+
+
+def _evaluate_options(ev: argparse.ArgumentParser) -> None:
+    from .consensus import CONFIDENCE_FROM
+    from .decisions import MAX_RESAMPLES, REVIEW_CHOICES
+    from .evaluate import ENGINES
+    from .loaders import FORMATS
+    from .peer_families import STRUCTURES
+    from .registry import FAMILIES
+    from .review import MISSING_POLICIES
+    from .safe_text import CSV_FORMULAS
+
     read = ev.add_argument_group("reading files")
     read.add_argument("--gt", required=True, help="ground-truth file or directory")
     read.add_argument("--pred", required=True, action="append", metavar="[NAME=]PATH",
@@ -133,29 +164,6 @@ def _parser() -> argparse.ArgumentParser:
     out.add_argument("--fail-under", action="append", default=[], metavar="KEY=V",
                      type=lambda t: _pair(t, "--fail-under"),
                      help="same as --gate 'KEY>=V' (for metrics where higher is better)")
-    dash = sub.add_parser("dashboard", help="start the Streamlit dashboard",
-                          description="Start the dashboard. Options after -- (or any --server.* "
-                                      "option) are passed to Streamlit's server.")
-    dash.add_argument("run", nargs="?", type=Path, help="a saved run to open (from --save-run DIR)")
-    dash.add_argument("--port", type=int, default=8501, help="port (default 8501)")
-    dash.add_argument("--host", default="localhost",
-                      help="address to listen on (default localhost: this machine only; 0.0.0.0 for all)")
-    _limit_options(dash.add_argument_group("limits of the server (each also an environment variable)"), "app")
-    sub.add_parser("metrics", help="list every metric with its definition")
-    runs = sub.add_parser("runs", help="list, remove or prune saved runs",
-                          description="The saved runs of the runs directory (the dashboard's Save this run).")
-    runs.add_argument("--dir", type=Path, metavar="DIR",
-                      help="the runs directory (default: $KIEVAL_RUNS_DIR, else ~/.kieval/runs)")
-    action = runs.add_subparsers(dest="action", required=True)
-    action.add_parser("list", help="every saved run: id, date, size, models, ground truth")
-    rm = action.add_parser("rm", help="remove saved runs by id")
-    rm.add_argument("ids", nargs="+", metavar="ID")
-    prune = action.add_parser("prune", help="remove runs older than DAYS, then the oldest until the rest fit "
-                                            "in N MiB")
-    prune.add_argument("--older-than", type=float, metavar="DAYS")
-    prune.add_argument("--max-total-mb", type=float, metavar="N")
-    prune.add_argument("--dry-run", action="store_true", help="say what would be removed, remove nothing")
-    return parser
 
 
 def _limit_options(group: argparse._ArgumentGroup, context: str) -> None:
@@ -201,6 +209,8 @@ class _Progress:
 def _format_summary(frame: pd.DataFrame) -> str:
     """Metrics as rows, models as columns; counts with thousands separators, fractions
     and thresholds with four decimals."""
+    from .report import WHOLE_ROWS, cell_text
+
     shown = frame.set_index("model").astype(object).T
     text = shown.apply(lambda row: row.map(lambda v: cell_text(v, row.name in WHOLE_ROWS)), axis=1)
     return text.to_string()
@@ -231,6 +241,9 @@ class Gate:
 def parse_gates(gates: list[str], fail_under: list[tuple[str, str]]) -> list[Gate]:
     """Validate gates before any work is done: known keys, numbers, and for registry
     metrics the operator of the metric's direction."""
+    from .registry import METRICS
+    from .report import DECISION_ROWS
+
     registry = {m.key: m for m in METRICS}
     decision_keys = set(DECISION_ROWS.values())
     parsed = []
@@ -261,6 +274,8 @@ def parse_gates(gates: list[str], fail_under: list[tuple[str, str]]) -> list[Gat
 
 
 def _failures(report: dict, gates: list[Gate]) -> list[str]:
+    from .report import value_at
+
     failures = []
     for gate in gates:
         for name, figures in report["models"].items():
@@ -275,6 +290,8 @@ def _failures(report: dict, gates: list[Gate]) -> list[str]:
 
 
 def _predictions(items: list[str]) -> dict[str, str]:
+    from .shards import input_name
+
     predictions: dict[str, str] = {}
     for item in items:
         name, sep, path = item.partition("=")
@@ -288,6 +305,18 @@ def _predictions(items: list[str]) -> dict[str, str]:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
+    from .decisions import DecisionOptions
+    from .evaluate import evaluate
+    from .loaders import LoadOptions
+    from .normalize import Normalizer
+    from .peer_families import PeerOptions
+    from .report import render_report, summary_frame
+    from .results import all_errors
+    from .review import Costs
+    from .runs import RunStage
+    from .safe_text import csv_text, for_terminal
+    from .tracking import MlflowTarget
+
     related = tuple(f.strip() for f in args.related_fields.split(",") if f.strip())
     options = LoadOptions(format=args.format, key=args.key, aliases=tuple(args.alias),
                           meta=tuple(dict.fromkeys(args.meta)), limits=_limits(args, "cli"),
@@ -345,11 +374,15 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _say(line: str) -> None:
     """One line on stderr; text from the inputs in it cannot act on the terminal."""
+    from .safe_text import for_terminal
+
     print(for_terminal(line), file=sys.stderr)
 
 
 def _inputs(gt: str, preds: list[str]) -> dict:
     """Each input's path and digest, for the manifest of a saved run."""
+    from .runs import digest
+
     models = {name: {"source": path, "digest": digest(path)} for name, path in _predictions(preds).items()}
     return {"gt": {"source": gt, "digest": digest(gt)}, "models": models}
 
@@ -364,6 +397,8 @@ def _options(args: argparse.Namespace) -> dict:
 def _dashboard(args: argparse.Namespace, server_options: list[str]) -> int:
     from kieval_app.launch import launch  # the app is only needed to start it
 
+    from .runs import load_run
+
     limits = _limits(args, "app")  # checked now, given to the server as its environment
     if args.run is not None:
         load_run(args.run)  # a clear error now rather than in the browser
@@ -371,6 +406,9 @@ def _dashboard(args: argparse.Namespace, server_options: list[str]) -> int:
 
 
 def _runs(args: argparse.Namespace) -> int:
+    from .retention import describe_size, format_runs, list_runs, prune_runs, remove_run, saved_at
+    from .safe_text import for_terminal
+
     if args.action == "list":
         print(format_runs(list_runs(args.dir)))
         return EXIT_OK
@@ -390,6 +428,8 @@ def _runs(args: argparse.Namespace) -> int:
 
 
 def _list_metrics() -> int:
+    from .registry import METRICS
+
     for metric in METRICS:
         print(f"{metric.key}  ({metric.family}, {metric.direction})\n    {metric.definition}")
     return EXIT_OK
@@ -424,8 +464,8 @@ def split_server_options(argv: list[str]) -> tuple[list[str], list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser(argv[0] if argv else None)
     server_options: list[str] = []
     if argv[:1] == ["dashboard"]:
         argv, server_options = split_server_options(argv)

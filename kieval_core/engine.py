@@ -33,7 +33,6 @@ import numpy as np
 import pandas as pd
 from rapidfuzz.distance import Levenshtein
 from rapidfuzz.process import cpdist
-from scipy.optimize import linear_sum_assignment
 
 from .locations import LOCATION_COLUMNS, has_locations
 from .matching import match_stack
@@ -566,6 +565,8 @@ def pair_substitutions(g: Side, p: Side, cell_g: np.ndarray, cell_p: np.ndarray,
     complex_cells = np.flatnonzero((n_fp >= 1) & (n_fn >= 1) & ((n_fp > 1) | (n_fn > 1)))
     if len(complex_cells):
         shapes = pd.DataFrame({"n": n_fp[complex_cells], "m": n_fn[complex_cells]})
+        from scipy.optimize import linear_sum_assignment  # on demand: scipy.optimize is slow to import
+
         normalised = vocab.normalised[vocab.tv_value]
         for (n, m), members in shapes.groupby(["n", "m"], sort=True).indices.items():
             cells = complex_cells[members]

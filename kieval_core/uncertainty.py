@@ -5,14 +5,17 @@ holdout check (choose the threshold on one part of the documents, read it on the
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from scipy import sparse
 
 from .errors import KievalOptionError
 from .review import ReviewModel, automation_curve, recommend, review_at, thresholds
 from .validation import check_int, check_length, check_share
+
+if TYPE_CHECKING:
+    import scipy.sparse
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,8 @@ class Bootstrap:
 
 
 def _doc_matrix(model: ReviewModel, values: np.ndarray, column: np.ndarray, n_columns: int):
+    from scipy import sparse  # on demand: importing scipy.sparse costs ~0.1 s at startup
+
     return sparse.csr_matrix((values.astype(np.float64), (model.doc, column)),
                              shape=(model.n_documents, n_columns))
 
@@ -47,7 +52,7 @@ def resample_weights(rng: np.random.Generator, n: int, size: int) -> np.ndarray:
     return np.bincount(draws.ravel(), minlength=size * n).reshape(size, n).astype(np.float64)
 
 
-def _cumulative(matrix: sparse.csr_matrix, weights: np.ndarray, at: np.ndarray) -> np.ndarray:
+def _cumulative(matrix: scipy.sparse.csr_matrix, weights: np.ndarray, at: np.ndarray) -> np.ndarray:
     """Per resample (row of ``weights``), the weighted count of predictions below each
     threshold (``at``: how many distinct confidences lie below it)."""
     per_value = np.asarray(matrix.T @ weights.T).T

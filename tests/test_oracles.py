@@ -13,7 +13,7 @@ from oracles import isclose, naive_counts, naive_field_thresholds, naive_review
 from test_invariance import corpus
 
 from kieval_core import evaluate
-from kieval_core.calibration import auroc, calibration
+from kieval_core.calibration import auroc, average_ranks, calibration
 from kieval_core.field_thresholds import per_field_thresholds
 from kieval_core.review import Costs, with_costs
 from kieval_core.uncertainty import bootstrap, holdout, random_half
@@ -170,3 +170,12 @@ def test_auroc_equals_pair_counting(rows):
         return
     wins = sum((p > q) + 0.5 * (p == q) for p in pos for q in neg)
     assert auroc(conf, correct) == pytest.approx(wins / (len(pos) * len(neg)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 0.1, 0.25, 0.5, 0.5, 0.9, 1.0]), max_size=30))
+def test_average_ranks_equal_scipy_rankdata(values):
+    from scipy.stats import rankdata
+
+    x = np.array(values, dtype=np.float64)
+    assert average_ranks(x).tolist() == rankdata(x).tolist()

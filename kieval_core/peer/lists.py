@@ -25,7 +25,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import linear_sum_assignment
 
 from .oi import Detection, prf_columns
 
@@ -197,6 +196,8 @@ def _row_counts(gt: np.ndarray, pred: np.ndarray) -> np.ndarray:
     gt_cells = int(filled.sum())
     matched_cells = 0
     if gt.shape[0] and pred.shape[0]:
+        from scipy.optimize import linear_sum_assignment  # on demand: slow to import
+
         same = ((gt[:, None, :] == pred[None, :, :]) & filled[:, None, :]).sum(axis=2)
         rows, cols = linear_sum_assignment(same, maximize=True)
         matched_cells = int(same[rows, cols].sum())

@@ -27,7 +27,6 @@ import numpy as np
 import pandas as pd
 from rapidfuzz.distance import Levenshtein
 from rapidfuzz.process import cdist
-from scipy.optimize import linear_sum_assignment
 
 __all__ = [
     "DEFAULT_CER_THRESHOLD",
@@ -278,6 +277,8 @@ def _min_assignment(cost: np.ndarray) -> float:
         return 0.0
     if min(cost.shape) == 1:
         return float(cost.min())
+    from scipy.optimize import linear_sum_assignment  # on demand: slow to import
+
     rows, cols = linear_sum_assignment(cost)
     return float(cost[rows, cols].sum())
 

@@ -1,0 +1,47 @@
+"""Startup: the package and `kieval --help` import no heavy library until something is
+computed (times are measured in bench/bench_startup.py, not here)."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+
+import kieval_core
+
+HEAVY = ("pandas", "numpy", "scipy", "pyarrow", "plotly", "rapidfuzz", "orjson")
+
+
+def _imported_after(code: str) -> list[str]:
+    probe = (f"import sys\n{code}\n"
+             f"print(' '.join(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))), "
+             "file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return done.stderr.split()
+
+
+def test_import_and_help_import_no_heavy_library():
+    assert _imported_after("import kieval_core") == []
+    help_code = ("from kieval_core.cli import main\n"
+                 "try:\n    main(['--help'])\nexcept SystemExit:\n    pass")
+    assert _imported_after(help_code) == []
+
+
+def test_every_public_name_resolves_and_evaluate_stays_the_function():
+    from kieval_core.evaluate import ENGINES  # imports the module named like the function
+
+    assert ENGINES
+    for name in kieval_core.__all__:
+        assert getattr(kieval_core, name) is not None
+    assert callable(kieval_core.evaluate) and kieval_core.evaluate.__name__ == "evaluate"
+    assert sorted(dir(kieval_core)) == sorted(set(dir(kieval_core)))
+
+
+def test_the_chosen_command_still_gets_all_its_options(capsys):
+    from kieval_core.cli import main
+
+    for argv in (["evaluate", "--help"], ["dashboard", "--help"], ["runs", "--help"]):
+        with contextlib.suppress(SystemExit):
+            main(argv)
+    out = capsys.readouterr().out
+    assert "--bootstrap" in out and "--format {auto," in out and "--port" in out and "prune" in out
