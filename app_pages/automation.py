@@ -110,7 +110,7 @@ meta_keys = [k for k in (model.meta.columns if model.meta is not None else [])]
 
 MODES = ["accuracy", "automation", "budget", "threshold"]
 SCOPES = {"one": "one τ for every field", "field": "one τ per field"}
-SCOPES.update({f"slice:{k}": f"one τ per {k}" for k in meta_keys})
+SCOPES.update({f"slice:{k}": f"one τ per {md(k)}" for k in meta_keys})
 st.session_state.setdefault("auto_mode", MODES[0])
 st.session_state.setdefault("auto_target", 0.95)
 st.session_state.setdefault("auto_goal", 0.80)
@@ -193,8 +193,8 @@ def decision() -> None:
         limits = plan.limits
         if plan.unreachable:
             note = (
-                f"{len(plan.unreachable)} value(s) of {key} cannot reach {target:.1%} with automation and "
-                f"are fully reviewed: {', '.join(map(str, plan.unreachable[:5]))}."
+                f"{len(plan.unreachable)} value(s) of {md(key)} cannot reach {target:.1%} with automation and "
+                f"are fully reviewed: {', '.join(map(md, plan.unreachable[:5]))}."
             )
     else:
         if mode == "accuracy":

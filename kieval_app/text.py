@@ -14,20 +14,29 @@ import math
 import re
 
 # CommonMark lets every ASCII punctuation character be backslash-escaped; escaping all of
-# them also defuses links, images, emphasis, HTML, LaTeX ($), Streamlit's :color[...]
-# directives and GFM autolinks (www.x.y), whatever the character's context.
+# them defuses links, images, emphasis, HTML, LaTeX ($) and Streamlit's :color[...]
+# directives, whatever the character's context.
 _MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+# GFM's literal autolinks (http://..., www...., a@b.c) are found in the text *after* the
+# escapes are resolved (Streamlit's remark-gfm does so: an escaped URL still became a
+# link), so they are broken with an invisible WORD JOINER (U+2060): after "scheme:" before
+# "//", between "www" and ".", after "@".
+_AUTOLINK = re.compile(r"(?<=:)(?=//)|(?i:(?<=www)(?=\.))|(?<=@)")
+WORD_JOINER = "\u2060"
 
 
 def md(text: object) -> str:
-    """Escape a file-derived string for any Streamlit element that renders markdown.
+    """Escape a file-derived string for any Streamlit element that renders markdown; no
+    part of it becomes a link, an image, HTML, LaTeX or formatting.
 
-    >>> md("[click](http://x.y) *now*")
-    '\\\\[click\\\\]\\\\(http\\\\:\\\\/\\\\/x\\\\.y\\\\) \\\\*now\\\\*'
+    >>> md("[click](x.y) *now*")
+    '\\\\[click\\\\]\\\\(x\\\\.y\\\\) \\\\*now\\\\*'
     >>> md("menu.nm")
     'menu\\\\.nm'
+    >>> md("http://x.y www.x.y a@x.y").replace(WORD_JOINER, "|")
+    'http\\\\:|\\\\/\\\\/x\\\\.y www|\\\\.x\\\\.y a\\\\@|x\\\\.y'
     """
-    escaped = _MARKDOWN_PUNCTUATION.sub(r"\\\1", str(text))
+    escaped = _MARKDOWN_PUNCTUATION.sub(r"\\\1", _AUTOLINK.sub(WORD_JOINER, str(text)))
     # a newline would start a new markdown block (heading, list, quote): keep one line
     return escaped.replace("\r", " ").replace("\n", " ")
 

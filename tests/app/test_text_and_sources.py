@@ -25,7 +25,7 @@ from kieval_app.sources import (
     parse_keys,
     sample_sources,
 )
-from kieval_app.text import md, pct, plain
+from kieval_app.text import WORD_JOINER, md, pct, plain
 
 
 @pytest.mark.parametrize(
@@ -53,7 +53,8 @@ def _unescape_markdown(text: str) -> str:
 def test_markdown_escape_keeps_the_text_and_leaves_no_markup(text):
     escaped = md(text)
     assert "\n" not in escaped and "\r" not in escaped
-    assert _unescape_markdown(escaped) == text.replace("\r", " ").replace("\n", " ")
+    shown = _unescape_markdown(escaped).replace(WORD_JOINER, "")  # the joiners are invisible
+    assert shown == text.replace("\r", " ").replace("\n", " ").replace(WORD_JOINER, "")
     # every ASCII punctuation character is escaped, so no markdown construct can start
     assert not re.search(r"(?<!\\)[\[\]()*_`<>#!|~$:]", escaped.replace("\\\\", ""))
 
@@ -70,6 +71,26 @@ def test_markdown_escape_defuses_links_images_html_and_directives():
     ):
         escaped = md(attack)
         assert re.search(r"(?<!\\)[\[\]()<>:$#!.]", escaped) is None, escaped
+
+
+# GFM's literal autolinks as remark-gfm finds them in text whose escapes are resolved
+# (JavaScript's \w is ASCII): a URL after a scheme or www., an e-mail address.
+_GFM_URL = re.compile(r"(https?://|www(?=\.))[-.\w]+", re.IGNORECASE | re.ASCII)
+_GFM_EMAIL = re.compile(r"[-.\w+]+@[-\w]+(\.[-\w]+)+", re.ASCII)
+
+
+@given(st.text(alphabet=st.sampled_from(list("hwtps:/.@ab-_W") + [" ", "\u2060"])) | st.text())
+def test_markdown_escape_leaves_no_autolink(text):
+    shown = _unescape_markdown(md(text))
+    assert not _GFM_URL.search(shown) and not _GFM_EMAIL.search(shown), shown
+
+
+def test_autolinks_are_broken_where_streamlit_would_make_them():
+    for attack in ("http://evil.example", "HTTPS://x.y/z", "www.evil.example", "WWW.X.Y", "a@b.example",
+                   "[m2](http://evil.example).jsonl", "mailto:a@b.c"):
+        shown = _unescape_markdown(md(attack))
+        assert not _GFM_URL.search(shown) and not _GFM_EMAIL.search(shown), shown
+        assert shown.replace(WORD_JOINER, "") == attack
 
 
 def test_plotly_text_is_html_escaped():
