@@ -193,8 +193,8 @@ def decision() -> None:
         limits = plan.limits
         if plan.unreachable:
             note = (
-                f"{len(plan.unreachable)} value(s) of {md(key)} cannot reach {target:.1%} with automation and "
-                f"are fully reviewed: {', '.join(map(md, plan.unreachable[:5]))}."
+                f"{len(plan.unreachable)} value(s) of {md(key)} cannot reach {target:.1%} with automation "
+                f"and are fully reviewed: {', '.join(map(md, plan.unreachable[:5]))}."
             )
     else:
         if mode == "accuracy":

@@ -41,9 +41,8 @@ from pathlib import Path
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from kieval_core.limits import Limits
-
 from kieval_core.errors import KievalInputError, KievalOptionError
+from kieval_core.limits import Limits
 from kieval_core.retention import default_runs_dir, is_run_id
 
 from . import compute
