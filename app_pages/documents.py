@@ -5,11 +5,14 @@ Deep link: ``?doc=<doc_id>&model=<model>`` opens a document directly.
 
 import streamlit as st
 
-from kieval_app import documents, session
+from kieval_app import document_view, documents, session
 from kieval_app.columns import PERCENT_FORMAT, shown
 from kieval_app.diff import table_html
 from kieval_app.style import KIND_LABELS, KINDS, STATUS_LABELS, STATUS_MARKDOWN_COLORS
 from kieval_app.text import md, number, pct
+from kieval_core.alignment import document_boxes
+
+VALUES, PAGE = "docs_values", "docs_page"  # the pairs table beside the page view; the page shown
 
 ws = session.current()
 session.require_models(ws)
@@ -60,6 +63,8 @@ if st.session_state.get(session.DOC) not in all_docs:
 
 def _show(doc_id):
     st.session_state[session.DOC] = doc_id
+    st.session_state.pop(VALUES, None)  # a new document: no value selected, its first page
+    st.session_state.pop(PAGE, None)
 
 
 def _from_table():
@@ -134,6 +139,67 @@ with st.container(horizontal=True):  # the cards wrap on narrow screens instead 
         st.metric("KIEval group F1", pct(figures["group_f1"]), border=True)
     else:
         st.metric("Flat entity F1", pct(figures["flat_f1"]), border=True)
+
+# --- the document on its page: boxes coloured by status, matched pairs numbered ----------
+boxes = session.view("boxes", lambda: document_boxes(model.detail(), doc), name, doc)
+image_pages = ws.images.n_pages(doc) if ws.images is not None else 0
+if len(boxes) or image_pages:
+    n_pages = document_view.n_pages(boxes, image_pages)
+    page = 1
+    if n_pages > 1:
+        page = st.segmented_control("Page", list(range(1, n_pages + 1)), key=PAGE, default=1) or 1
+    image = ws.images.page(doc, page) if ws.images is not None else None
+    values = session.view("values", lambda: document_view.values_table(model.detail(), doc), name, doc)
+    chosen = st.session_state.get(VALUES)
+    rows = chosen["selection"]["rows"] if chosen else []
+    selected = rows[0] if rows else None
+    images_digest = ws.sources.images.digest if ws.sources.images is not None else None
+
+    def _from_box():
+        points = st.session_state["docs_view"].selection.points
+        if points and points[0].get("customdata") is not None:
+            row = points[0]["customdata"]
+            st.session_state[VALUES] = {"selection": {"rows": [int(row[0] if isinstance(row, list) else row)],
+                                                      "columns": []}}
+
+    values_table = {
+        "key": VALUES, "on_select": "rerun", "selection_mode": "single-row", "hide_index": True,
+        "column_config": {"confidence": st.column_config.NumberColumn(format="%.3f")}, "placeholder": "",
+    }
+    if len(boxes):
+        frame = document_view.page_frame(boxes, image)
+        if image is None:
+            what = "a layout drawn from the boxes (no page image)"
+        elif ws.sources.sample:
+            what = "a rendering of the receipt's annotation, not a photo"
+        else:
+            what = f"page {page} of {md(ws.sources.images.name)}"
+        st.markdown(
+            f"**On the page** ({what}): ground-truth boxes on the left, predicted boxes on the right; a "
+            "matched pair of lines has the same number on both sides. Hover a box for its value, click it "
+            "to select its row below (and a row to outline its boxes); scroll to zoom, drag to pan."
+        )
+        if image is None and ws.images is not None:
+            st.caption("This document has no page image among the loaded images.")
+        if (beyond := document_view.outside(boxes, frame)):
+            st.warning(
+                f"{beyond} box(es) of this document reach outside the page ({frame.width:,.0f} x "
+                f"{frame.height:,.0f}); they are drawn where the file puts them.",
+                icon=":material/warning:",
+            )
+        st.plotly_chart(
+            session.view("page_view", lambda: document_view.document_figure(boxes, page, image, selected),
+                         name, doc, page, selected, images_digest),
+            key="docs_view", on_select=_from_box, selection_mode="points",
+            config={"scrollZoom": True, "displaylogo": False,
+                    "modeBarButtonsToRemove": ["select2d", "lasso2d"]},
+        )
+        st.dataframe(values, height=min(36 + 35 * len(values), 320), **values_table)
+    else:
+        st.markdown("**On the page**: the page image beside the values (the files carry no boxes).")
+        left, right = st.columns(2)
+        left.image(image.jpeg, caption=f"page {page} of {n_pages}", width="stretch")
+        right.dataframe(values, height=600, **values_table)
 
 pairs = session.view("pairs", lambda: documents.group_pairs(model.detail(), doc), name, doc)
 if (pairs["status"] != "non-group").any():

@@ -1,11 +1,12 @@
 """Take screenshots of every dashboard page with headless Chromium.
 
     python docs/make_screenshots.py [--out docs/screenshots] [--width 1400]
-        [--gt FILE --pred FILE ...] [--meta KEY] [--prefix NAME]
+        [--gt FILE --pred FILE ... [--images FILE]] [--meta KEY] [--prefix NAME] [--view]
 
 Starts ``streamlit run app.py`` on a free port, opens each page (on the built-in sample,
 or after uploading ``--gt`` and ``--pred`` files), waits until the app is idle, and
-saves one PNG per page (the full page up to 3,400 px, in 256 colours).
+saves one PNG per page (the full page up to 3,400 px, in 256 colours). ``--view`` also
+saves the Documents page's document view alone (``<prefix>document_view.png``).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def capture(page, path: Path, width: int, max_height: int = 3400) -> None:
         small.save(path, optimize=True)
 
 
-def upload(page, gt: Path, preds: list[Path], meta: str | None) -> None:
+def upload(page, gt: Path, preds: list[Path], meta: str | None, images: Path | None = None) -> None:
     """Upload files on the Overview page (and declare metadata keys first)."""
     if meta:
         page.get_by_text("Reading files").click()
@@ -80,6 +81,22 @@ def upload(page, gt: Path, preds: list[Path], meta: str | None) -> None:
     )
     page.get_by_test_id("stTable").first.wait_for(timeout=120_000)
     wait_idle(page)
+    if images is not None:
+        page.locator('[class*="st-key-upload_images_"]').locator("input[type=file]").set_input_files(str(images))
+        page.get_by_text(f"{images.name}: ").first.wait_for(timeout=120_000)
+        wait_idle(page)
+
+
+def capture_view(page, path: Path) -> None:
+    """The document view and the values table beside it, alone."""
+    view = page.locator(".st-key-docs_view")
+    view.scroll_into_view_if_needed()
+    page.wait_for_timeout(800)
+    box = view.bounding_box()
+    table = page.locator(".st-key-docs_values").bounding_box()
+    bottom = table["y"] + table["height"] if table else box["y"] + box["height"]
+    clip = {"x": box["x"], "y": box["y"] - 60, "width": box["width"], "height": bottom - box["y"] + 70}
+    page.screenshot(path=str(path), full_page=True, clip=clip)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -92,6 +109,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pred", type=Path, action="append", default=[])
     parser.add_argument("--meta")
     parser.add_argument("--prefix", default="")
+    parser.add_argument("--images", type=Path)
+    parser.add_argument("--view", action="store_true")
     args = parser.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
@@ -103,7 +122,7 @@ def main(argv: list[str] | None = None) -> None:
         page.goto(url)
         wait_idle(page)
         if args.gt:
-            upload(page, args.gt, args.pred, args.meta)
+            upload(page, args.gt, args.pred, args.meta, args.images)
         for name, title in PAGES:
             if name not in args.pages:
                 continue
@@ -111,6 +130,10 @@ def main(argv: list[str] | None = None) -> None:
             page.get_by_test_id("stSidebarNav").get_by_role("link", name=title).click()
             wait_idle(page)
             target = out / f"{args.prefix}{name}.png"
+            if name == "documents" and args.view:
+                view = out / f"{args.prefix}document_view.png"
+                capture_view(page, view)
+                print(f"wrote {view}")
             capture(page, target, args.width)
             print(f"wrote {target}")
         browser.close()

@@ -25,8 +25,9 @@ from typing import Any
 
 from kieval_core import Dataset, DecisionOptions, EvaluationResult, KievalInputError, ModelResult, load_bytes
 from kieval_core.evaluate import KeyCounts, OneSidedKey, combine, evaluate_model, one_sided_keys, peer_metrics
-from kieval_core.limits import load_cost
+from kieval_core.limits import Limits, load_cost
 from kieval_core.loaders import load_estimate
+from kieval_core.page_images import ImageLimits, PageImages, image_files, read_page_images
 from kieval_core.peer_families import PeerFigures, needs_structures
 from kieval_core.registry import resolve_families
 from kieval_core.report import render_report
@@ -53,7 +54,8 @@ class Workspace:
     (``problems`` says why). ``pending`` lists the background tasks still computing peer
     metrics; ``key`` identifies the content and options (views are cached by it);
     ``one_sided`` lists top-level keys present on one side only (likely metadata);
-    ``saved`` is the saved run shown, read-only.
+    ``saved`` is the saved run shown, read-only; ``images`` the page images of the
+    documents (None without any).
     """
 
     sources: Sources
@@ -64,6 +66,7 @@ class Workspace:
     pending: tuple[Task, ...] = ()
     one_sided: tuple[OneSidedKey, ...] = ()
     saved: SavedRun | None = None
+    images: PageImages | None = None
 
     @property
     def model_names(self) -> list[str]:
@@ -104,6 +107,39 @@ def admit_upload(store: Store, session: str, sources: Sources, source: Source, o
     limits = options.limits
     held = store.held_bytes(session) + sources.size + source.size + load_estimate(source.data, source.name)
     limits.check("session_mb", held, source.name, "held by this session with it")
+
+
+def page_images(store: Store, source: Source) -> PageImages:
+    """Page images read and downscaled once per content, shared by every session (raises
+    :class:`KievalInputError` for an archive that cannot be read or is too large)."""
+    limits = image_limits()
+
+    def read() -> PageImages:
+        return read_page_images(image_files(source.data, source.name, limits), source.name, limits)
+
+    return store.get(_images_key(source, limits), read)
+
+
+def image_limits() -> ImageLimits:
+    """The caps on page images of this server (:class:`kieval_core.limits.Limits`)."""
+    return ImageLimits.of(Limits.from_env("app"))
+
+
+def _images_key(source: Source, limits: ImageLimits) -> tuple:
+    return ("images", source.digest, source.name, limits)
+
+
+def _with_images(store: Store, ws: Workspace, held: list[Hashable]) -> Workspace:
+    """The workspace with its page images (a failure to read them is one more problem)."""
+    source = ws.sources.images
+    if source is None:
+        return ws
+    try:
+        images = page_images(store, source)
+    except Exception as exc:
+        return dataclasses.replace(ws, problems=(*ws.problems, read_message(source, exc)))
+    held.append(_images_key(source, image_limits()))
+    return dataclasses.replace(ws, images=images)
 
 
 def _model_key(gt: Source, pred: Source, options: AppOptions) -> tuple:
@@ -179,7 +215,7 @@ def build_workspace(
     progress: Progress = lambda share, text: None,
 ) -> Workspace:
     """Read the ground truth and score every prediction file (KIEval now, peer families in
-    the background); declare to the store what this session holds."""
+    the background) and the page images; declare to the store what this session holds."""
     if sources.run is not None:
         return open_run(store, session, sources, options)
     key = workspace_key(sources, options)
@@ -218,10 +254,12 @@ def build_workspace(
             else:
                 peer = figures
         models[name] = dataclasses.replace(model, name=name, peer=peer)
-    store.hold(session, held, own_bytes=sources.size)
     result = combine(gt_set, models, keys, options.normalizer, resolve_families(options.families))
     one_sided = tuple(one_sided_keys(KeyCounts.of(gt_set), keys))
-    return Workspace(sources, options, result, tuple(problems), key, tuple(pending), one_sided)
+    ws = Workspace(sources, options, result, tuple(problems), key, tuple(pending), one_sided)
+    ws = _with_images(store, ws, held)
+    store.hold(session, held, own_bytes=sources.size)
+    return ws
 
 
 def open_run(store: Store, session: str, sources: Sources, options: AppOptions) -> Workspace:
@@ -236,8 +274,11 @@ def open_run(store: Store, session: str, sources: Sources, options: AppOptions) 
         store.hold(session, ())
         message = str(exc) if isinstance(exc, KievalInputError) else f"{directory}: {exc}"
         return Workspace(sources, options, None, (message,), "")
-    store.hold(session, [key])
-    return Workspace(sources, options, run.result, (), run.key, saved=run)
+    held: list[Hashable] = [key]
+    ws = Workspace(sources, options, run.result, (), run.key, saved=run)
+    ws = _with_images(store, ws, held)
+    store.hold(session, held)
+    return ws
 
 
 def read_message(source: Source, exc: Exception) -> str:

@@ -18,6 +18,8 @@ from .paths import app_root
 
 #: Environment variable naming a saved run the dashboard opens.
 OPEN_RUN = "KIEVAL_OPEN_RUN"
+#: Environment variable naming the directory of page images (``kieval dashboard --images``).
+IMAGES_DIR = "KIEVAL_IMAGES_DIR"
 
 
 def command(port: int, host: str, server_options: Sequence[str] = ()) -> list[str]:
@@ -42,9 +44,10 @@ def command(port: int, host: str, server_options: Sequence[str] = ()) -> list[st
 
 
 def launch(port: int, host: str, server_options: Sequence[str] = (), run: Path | None = None,
-           limits: Mapping[str, str] | None = None) -> NoReturn:
+           limits: Mapping[str, str] | None = None, images: Path | None = None) -> NoReturn:
     """Become the dashboard server; ``run`` opens a saved run; ``limits`` are the
-    ``KIEVAL_...`` variables of its limits (:mod:`kieval_core.limits`).
+    ``KIEVAL_...`` variables of its limits (:mod:`kieval_core.limits`); ``images`` is a
+    directory of page images shown with every evaluation.
 
     The process is replaced rather than given a child, so whatever stops ``kieval
     dashboard`` (Ctrl-C, a service manager's SIGTERM, a test's ``terminate()``) stops the
@@ -53,6 +56,8 @@ def launch(port: int, host: str, server_options: Sequence[str] = (), run: Path |
     env = {**os.environ, **(limits or {})}
     if run is not None:
         env[OPEN_RUN] = str(Path(run).resolve())
+    if images is not None:
+        env[IMAGES_DIR] = str(Path(images).resolve())
     os.chdir(app_root())
     line = command(port, host, server_options)
     os.execve(line[0], line, env)

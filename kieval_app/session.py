@@ -43,13 +43,14 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from kieval_core.errors import KievalInputError, KievalOptionError
 from kieval_core.limits import Limits
+from kieval_core.page_images import directory_files
 from kieval_core.retention import default_runs_dir, is_run_id
 
 from . import compute
 from .compute import Workspace
-from .launch import OPEN_RUN
+from .launch import IMAGES_DIR, OPEN_RUN
 from .reaper import Reaper, streamlit_reaper
-from .sources import DEFAULT_SAMPLE, AppOptions, Sources, sample_sources
+from .sources import DEFAULT_SAMPLE, AppOptions, Source, Sources, sample_sources, zipped
 from .store import IDLE_BYTES, Store
 from .text import file_size, md
 
@@ -88,6 +89,17 @@ def session_id() -> str:
     return session
 
 
+@st.cache_resource(show_spinner=False)
+def directory_images() -> Source | None:
+    """The page images of ``kieval dashboard --images DIR``, read once per process as one
+    zip; used whenever the loaded files bring none (None without the option)."""
+    directory = os.environ.get(IMAGES_DIR)
+    if not directory:
+        return None
+    files = directory_files(directory, compute.image_limits())
+    return Source.of(*zipped(Path(directory).name, files))
+
+
 def runs_dir() -> Path:
     """Where the dashboard saves runs (``KIEVAL_RUNS_DIR``, default ``~/.kieval/runs``)."""
     return default_runs_dir()
@@ -119,7 +131,15 @@ def prepare(options: AppOptions) -> Workspace:
     def progress(share: float, text: str) -> None:
         bar.progress(min(max(share, 0.0), 1.0), text=md(text))
 
-    ws = compute.build_workspace(store(), session_id(), st.session_state[SOURCES], options, progress)
+    sources = st.session_state[SOURCES]
+    if sources.images is None:
+        try:
+            given = directory_images()
+        except KievalInputError as exc:  # the --images directory: one message, the rest works
+            st.error(md(str(exc)), icon=":material/error:")
+            given = None
+        sources = sources.with_images(given) if given is not None else sources
+    ws = compute.build_workspace(store(), session_id(), sources, options, progress)
     bar.empty()
     st.session_state[WORKSPACE] = ws
     return ws

@@ -33,6 +33,7 @@ class Sample:
     gt: str
     models: tuple[tuple[str, str], ...]  # (path under sample_data, model name)
     attribution: str
+    images: str | None = None  # a directory of page images under sample_data
 
 
 SAMPLES = {
@@ -49,7 +50,9 @@ SAMPLES = {
         'Consolidated Receipt Dataset for Post-OCR Parsing", Document Intelligence Workshop at '
         "NeurIPS 2019; Clova AI / NAVER), licensed CC-BY-4.0. The three models are SIMULATED: "
         "a seeded script added typical extraction errors to the ground truth "
-        "(sample_data/generate_simulated_models.py). They are not real systems.",
+        "(sample_data/generate_simulated_models.py). They are not real systems. The pages are "
+        "RENDERINGS of each receipt's annotation, not photos (sample_data/add_cord_locations.py).",
+        images="cord_v2_renderings",
     ),
     "official": Sample(
         "official",
@@ -102,17 +105,23 @@ class Sources:
     predictions: tuple[Source, ...] = ()
     sample: str | None = None  # the key of a built-in sample, None for uploads
     run: str | None = None  # the directory of a saved run opened read-only
+    images: Source | None = None  # page images (a zip, an image or a PDF), never required
 
     def with_gt(self, gt: Source) -> Sources:
-        """A new ground truth; the sample's predictions do not fit it, so they go."""
-        return Sources(gt, () if self.sample else self.predictions)
+        """A new ground truth; the sample's predictions and pages do not fit it, so they go."""
+        kept = None if self.sample else self.images
+        return Sources(gt, () if self.sample else self.predictions, images=kept)
 
     def with_predictions(self, added: tuple[Source, ...]) -> Sources:
         """Add prediction files; a file of the same name replaces the older one."""
         kept = (
             () if self.sample else tuple(p for p in self.predictions if p.name not in {a.name for a in added})
         )
-        return Sources(self.gt, kept + tuple(added))
+        return Sources(self.gt, kept + tuple(added), images=None if self.sample else self.images)
+
+    def with_images(self, images: Source) -> Sources:
+        """Page images for the loaded documents (they replace earlier ones)."""
+        return replace(self, images=images)
 
     def without_prediction(self, name: str) -> Sources:
         return replace(self, predictions=tuple(p for p in self.predictions if p.name != name))
@@ -125,7 +134,7 @@ class Sources:
         """Bytes of the uploaded files (a built-in sample's are shared by every session: 0)."""
         if self.sample:
             return 0
-        return sum(s.size for s in (self.gt, *self.predictions) if s is not None)
+        return sum(s.size for s in (self.gt, *self.predictions, self.images) if s is not None)
 
 
 def model_names(predictions: tuple[Source, ...] | list[Source]) -> list[str]:
@@ -149,11 +158,16 @@ def _read_sample_file(relative: str) -> tuple[str, bytes]:
     path = SAMPLE_DIR / relative
     if not path.is_dir():
         return path.name, path.read_bytes()
+    return zipped(path.name, {member.name: member.read_bytes() for member in sorted(path.iterdir())})
+
+
+def zipped(name: str, files: dict[str, bytes]) -> tuple[str, bytes]:
+    """Files as one uncompressed zip in memory, as the upload of a directory."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
-        for member in sorted(path.iterdir()):
-            archive.writestr(member.name, member.read_bytes())
-    return f"{path.name}.zip", buffer.getvalue()
+        for member, data in files.items():
+            archive.writestr(member, data)
+    return f"{name}.zip", buffer.getvalue()
 
 
 @lru_cache(maxsize=len(SAMPLES))
@@ -162,7 +176,8 @@ def sample_sources(key: str = DEFAULT_SAMPLE) -> Sources:
     sample = SAMPLES[key]
     gt = Source.of(*_read_sample_file(sample.gt))
     predictions = tuple(Source.of(*_read_sample_file(path), model_name=name) for path, name in sample.models)
-    return Sources(gt, predictions, sample=key)
+    images = Source.of(*_read_sample_file(sample.images)) if sample.images else None
+    return Sources(gt, predictions, sample=key, images=images)
 
 
 @dataclass(frozen=True)

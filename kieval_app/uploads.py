@@ -19,6 +19,7 @@ import streamlit as st
 
 from kieval_core import NoCommonDocuments
 from kieval_core.limits import SPECS
+from kieval_core.page_images import unknown_documents
 
 from . import compute
 from .session import MESSAGES, PENDING, REFUSED, SOURCES, UPLOADER, session_id, store, upload_limit_mb
@@ -27,6 +28,7 @@ from .text import file_size, md
 
 FILE_LIMIT = SPECS["file_mb"]
 UPLOAD_TYPES = ["json", "jsonl", "ndjson", "csv", "tsv", "parquet", "zip", "bio"]
+IMAGE_TYPES = ["zip", "png", "jpg", "jpeg", "webp", "tif", "tiff", "pdf"]
 
 
 def gt_key() -> str:
@@ -35,6 +37,10 @@ def gt_key() -> str:
 
 def pred_key() -> str:
     return f"upload_pred_{st.session_state[UPLOADER]}"
+
+
+def images_key() -> str:
+    return f"upload_images_{st.session_state[UPLOADER]}"
 
 
 def _queue(role: str, files) -> None:
@@ -71,6 +77,12 @@ def on_prediction_upload() -> None:
     _queue("pred", st.session_state.get(pred_key()) or [])
 
 
+def on_images_upload() -> None:
+    file = st.session_state.get(images_key())
+    if file is not None:
+        _queue("images", [file])
+
+
 def cancel_pending() -> None:
     """The Cancel button beside the progress of uploads: the queue is dropped (a file being
     read is finished, then the run stops; nothing of the batch is loaded)."""
@@ -99,6 +111,10 @@ def process_pending(options: AppOptions, show, cancel_slot=None) -> None:
     for i, (role, source) in enumerate(pending):
         show(i / len(pending), f"Reading {source.name} ({file_size(source.size)})")
         try:
+            if role == "images":
+                sources, notes = _new_images(sources, source, options)
+                messages += notes
+                continue
             compute.admit_upload(shared, session_id(), sources, source, options)
             if role == "gt":
                 compute.read_dataset(shared, source, options, "gt")
@@ -137,7 +153,29 @@ def _new_ground_truth(sources: Sources, gt: Source, refused: list, options: AppO
         kept.append(pred)
         if pred in {s for s, _ in refused}:
             notes.append(("success", f"{pred.name}: refused before, fits the new ground truth: loaded"))
-    return Sources(gt, tuple(kept)), still_refused, notes
+    images = None if sources.sample else sources.images
+    return Sources(gt, tuple(kept), images=images), still_refused, notes
+
+
+def _new_images(sources: Sources, source: Source,
+                options: AppOptions) -> tuple[Sources, list[tuple[str, str]]]:
+    """Page images read once per content: loaded when any page is usable, with one warning
+    per file or document that is not (raises for an archive that cannot be read)."""
+    held = store().held_bytes(session_id()) + sources.size + source.size
+    options.limits.check("session_mb", held, source.name, "held by this session with it")
+    images = compute.page_images(store(), source)
+    notes = [("warning", problem) for problem in images.problems]
+    shown = list(images.pages)
+    if sources.gt is not None:
+        gt_ids = compute.read_dataset(store(), sources.gt, options, "gt").doc_ids
+        notes += [("warning", problem) for problem in unknown_documents(images, gt_ids)]
+        shown = [d for d in shown if d in set(gt_ids)]
+    if not shown:
+        return sources, [("error", f"refused: {source.name}: no usable page image of a loaded document"),
+                         *notes]
+    pages = sum(images.n_pages(d) for d in shown)
+    loaded = f"{source.name}: {pages:,} page(s) of {len(shown):,} document(s) loaded"
+    return sources.with_images(source), [("success", loaded), *notes]
 
 
 def remove_prediction(name: str) -> None:
@@ -168,10 +206,20 @@ def render_uploaders() -> None:
         on_change=on_prediction_upload,
         help="One file per model; the model is named after the file. Add more files at any time.",
     )
+    st.file_uploader(
+        "Page images (optional)",
+        type=IMAGE_TYPES,
+        key=images_key(),
+        on_change=on_images_upload,
+        help="A .zip of DOC_ID.png / .jpg / .webp / .tif, DOC_ID/PAGE.png or DOC_ID.pdf, or one such file. "
+        "The Documents page draws the boxes of the files on them.",
+    )
+    caps = compute.image_limits()
     st.caption(
         f"Up to {upload_limit_mb()} MB per file. Formats are detected automatically; reading "
         "and scoring options are in the sidebar. A directory of per-document files is "
-        "uploaded as one .zip."
+        f"uploaded as one .zip. Page images: up to {caps.max_pixels:,} pixels a page and "
+        f"{caps.max_pages} pages a PDF."
     )
 
 

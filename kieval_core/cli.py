@@ -55,6 +55,9 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     dash.add_argument("--port", type=int, default=8501, help="port (default 8501)")
     dash.add_argument("--host", default="localhost",
                       help="address to listen on (default localhost: this machine only; 0.0.0.0 for all)")
+    dash.add_argument("--images", type=Path, metavar="DIR",
+                      help="page images of the documents: DOC_ID.png|jpg|jpeg|webp|tif, DOC_ID/PAGE.png "
+                           "or DOC_ID.pdf (shown on the Documents page with the boxes)")
     _limit_options(dash.add_argument_group("limits of the server (each also an environment variable)"), "app")
     sub.add_parser("metrics", help="list every metric with its definition")
     runs = sub.add_parser("runs", help="list, remove or prune saved runs",
@@ -173,7 +176,7 @@ def _limit_options(group: argparse._ArgumentGroup, context: str) -> None:
     for spec in LIMITS:
         if spec.field == "session_mb" and context == "cli":
             continue
-        kind = int if spec.field == "rows" else float
+        kind = int if spec.field in ("rows", "image_pixels", "pdf_pages") else float
         shown = f"{getattr(defaults, spec.field):,g}"
         group.add_argument(spec.option, dest=spec.field, type=kind, default=None,
                            metavar=spec.unit.upper() if spec.unit != "x" else "RATIO",
@@ -402,7 +405,9 @@ def _dashboard(args: argparse.Namespace, server_options: list[str]) -> int:
     limits = _limits(args, "app")  # checked now, given to the server as its environment
     if args.run is not None:
         load_run(args.run)  # a clear error now rather than in the browser
-    return launch(args.port, args.host, server_options, args.run, limits.environ())
+    if args.images is not None and not args.images.is_dir():
+        raise KievalInputError(str(args.images), None, "no such directory (--images takes a directory)")
+    return launch(args.port, args.host, server_options, args.run, limits.environ(), args.images)
 
 
 def _runs(args: argparse.Namespace) -> int:

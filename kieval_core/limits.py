@@ -65,6 +65,11 @@ LIMITS = (
     LimitSpec("memory_mb", "KIEVAL_MEMORY_BUDGET_MB", "--memory-budget", "MiB",
               "the process's memory budget: a load or scoring whose estimated cost does not fit "
               "is refused (the dashboard answers 'busy')"),
+    LimitSpec("image_pixels", "KIEVAL_MAX_IMAGE_PIXELS", "--max-image-pixels", "pixels",
+              "pixels (width x height) of one page image, read from its header before it is "
+              "decoded (a decompression bomb is refused)"),
+    LimitSpec("pdf_pages", "KIEVAL_MAX_PDF_PAGES", "--max-pdf-pages", "pages",
+              "pages rendered of one PDF page image file (the first ones; the rest are named)"),
 )
 SPECS = {spec.field: spec for spec in LIMITS}
 
@@ -104,6 +109,8 @@ class Limits:
     rows: int
     session_mb: float
     memory_mb: float
+    image_pixels: int = 50_000_000
+    pdf_pages: int = 50
 
     def __post_init__(self) -> None:
         for spec in LIMITS:
@@ -143,8 +150,8 @@ class Limits:
         if unknown:
             msg = f"unknown limit(s) {', '.join(sorted(unknown))}"
             raise KievalOptionError(msg)
-        values["rows"] = int(values["rows"])
-        return cls(**{k: (v if k == "rows" else float(v)) for k, v in values.items()})
+        whole = ("rows", "image_pixels", "pdf_pages")
+        return cls(**{k: (int(v) if k in whole else float(v)) for k, v in values.items()})
 
     def environ(self) -> dict[str, str]:
         """These limits as environment variables (for a server started with them)."""

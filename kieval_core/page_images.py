@@ -17,7 +17,6 @@ are shown), a name that is no document of the ground truth (:func:`unknown_docum
 from __future__ import annotations
 
 import io
-import os
 import warnings
 import zipfile
 from collections.abc import Iterable, Mapping
@@ -25,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from .errors import KievalInputError
+from .limits import Limits
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".tif", ".tiff")
 PDF_SUFFIX = ".pdf"
@@ -36,17 +36,17 @@ PDF_DPI = 110
 
 @dataclass(frozen=True)
 class ImageLimits:
-    """Caps on page images; every one has an environment variable.
+    """Caps on page images, from the process's :class:`~kieval_core.limits.Limits`.
 
     Parameters
     ----------
     max_pixels : int
-        Largest page (width x height) decoded: ``KIEVAL_MAX_IMAGE_PIXELS``, default 50
-        million (a 7,000 x 7,000 scan). A larger image is refused before it is decoded.
+        Largest page (width x height) decoded (``image_pixels``, default 50 million: a
+        7,000 x 7,000 scan). A larger image is refused before it is decoded.
     max_pages : int
-        Pages rendered of one PDF: ``KIEVAL_MAX_PDF_PAGES``, default 50.
+        Pages rendered of one PDF (``pdf_pages``, default 50).
     max_bytes : int
-        All images together (a zip once uncompressed), the upload limit of the inputs.
+        All images together (a zip once uncompressed: ``uncompressed_mb``).
     """
 
     max_pixels: int = 50_000_000
@@ -54,9 +54,8 @@ class ImageLimits:
     max_bytes: int = 1 << 30
 
     @classmethod
-    def from_environment(cls, max_bytes: int = 1 << 30) -> ImageLimits:
-        return cls(int(os.environ.get("KIEVAL_MAX_IMAGE_PIXELS", cls.max_pixels)),
-                   int(os.environ.get("KIEVAL_MAX_PDF_PAGES", cls.max_pages)), max_bytes)
+    def of(cls, limits: Limits) -> ImageLimits:
+        return cls(int(limits.image_pixels), int(limits.pdf_pages), limits.uncompressed_bytes)
 
 
 @dataclass(frozen=True)
@@ -134,7 +133,7 @@ def read_image(data: bytes, source: str, limits: ImageLimits) -> Page:
 
 def _too_large(width: int, height: int, limits: ImageLimits) -> str:
     return (f"{width:,} x {height:,} pixels is above the limit of {limits.max_pixels:,} pixels "
-            "(raise it with KIEVAL_MAX_IMAGE_PIXELS)")
+            "(raise it with --max-image-pixels or KIEVAL_MAX_IMAGE_PIXELS)")
 
 
 def read_pdf(data: bytes, source: str, limits: ImageLimits) -> tuple[tuple[Page, ...], str | None]:
@@ -161,7 +160,7 @@ def read_pdf(data: bytes, source: str, limits: ImageLimits) -> tuple[tuple[Page,
         note = None
         if n > limits.max_pages:
             note = (f"{source}: {n:,} pages; the first {limits.max_pages} are shown "
-                    "(raise the limit with KIEVAL_MAX_PDF_PAGES)")
+                    "(raise the limit with --max-pdf-pages or KIEVAL_MAX_PDF_PAGES)")
         return tuple(pages), note
     finally:
         document.close()
@@ -260,5 +259,5 @@ def directory_files(directory: str | Path, limits: ImageLimits) -> dict[str, byt
 def _check_total(size: int, source: str, limits: ImageLimits) -> None:
     if size > limits.max_bytes:
         msg = (f"{size / 2**20:,.0f} MiB of images is above the limit of {limits.max_bytes / 2**20:,.0f} MiB "
-               "(the upload limit)")
+               "(raise it with --max-uncompressed or KIEVAL_MAX_UNCOMPRESSED_MB)")
         raise KievalInputError(source, None, msg)

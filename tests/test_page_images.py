@@ -83,7 +83,7 @@ def test_a_thousand_page_pdf_shows_its_first_pages_and_says_so():
     images = read_page_images({"long.pdf": _pdf(1000)}, "pages.zip", ImageLimits(max_pages=5))
     assert images.n_pages("long") == 5
     assert images.problems == ("pages.zip/long.pdf: 1,000 pages; the first 5 are shown "
-                               "(raise the limit with KIEVAL_MAX_PDF_PAGES)",)
+                               "(raise the limit with --max-pdf-pages or KIEVAL_MAX_PDF_PAGES)",)
 
 
 def test_images_of_unknown_documents_are_named():
