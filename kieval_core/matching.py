@@ -32,6 +32,10 @@ Two exact ways to reach that optimum, both batched over blocks of one shape:
 
 from __future__ import annotations
 
+import functools
+import itertools
+import math
+
 import numpy as np
 
 #: Bound under which folded weights are exact in float64 (with a margin, see above).
@@ -88,6 +92,12 @@ def match_stack(shared: np.ndarray, substitutable: np.ndarray, exact: np.ndarray
     cols = np.empty((n_blocks, k), np.int64)
     if n_blocks == 0 or k == 0:
         return rows, cols
+    if n_blocks > 1:  # equal blocks have equal pairings: solve each distinct block once
+        flat = np.concatenate([x.reshape(n_blocks, -1) for x in (shared, substitutable, exact)], axis=1)
+        _, first, inverse = np.unique(flat, axis=0, return_index=True, return_inverse=True)
+        if len(first) < n_blocks:
+            rows, cols = match_stack(shared[first], substitutable[first], exact[first], bound=bound)
+            return rows[inverse.ravel()], cols[inverse.ravel()]
     # the factors are per block (never per stack), so a block's pairing depends on that
     # block alone, not on the other blocks of the same shape in the corpus or partition
     s_max = shared.max(axis=(1, 2)).astype(np.float64)
@@ -103,8 +113,13 @@ def match_stack(shared: np.ndarray, substitutable: np.ndarray, exact: np.ndarray
         weights = (shared[folded] * scale[:, 0, None, None] + substitutable[folded] * scale[:, 1, None, None]
                    + exact[folded] * scale[:, 2, None, None] + lex[None])
         at = np.flatnonzero(folded)
-        for i, w in zip(at, weights, strict=True):
-            rows[i], cols[i] = _solve(w)
+        candidates = _injections(n_pred, n_gt)
+        if candidates is not None:  # small blocks: every pairing at once, no solver
+            best = weights[:, candidates[0], candidates[1]].sum(axis=2).argmax(axis=1)
+            rows[at], cols[at] = candidates[0][best], candidates[1][best]
+        else:
+            for i, w in zip(at, weights, strict=True):
+                rows[i], cols[i] = _solve(w)
     rest = np.flatnonzero(~folded)
     if len(rest):
         fits = size * primary_total[rest] < bound
@@ -117,6 +132,28 @@ def match_stack(shared: np.ndarray, substitutable: np.ndarray, exact: np.ndarray
             levels += [shared[rest], substitutable[rest], exact[rest]]
         rows[rest], cols[rest] = _tight_lexicographic(levels, n_pred, n_gt)
     return rows, cols
+
+
+#: Blocks with at most this many pairings of size min(N, M) are solved by enumeration.
+MAX_ENUMERATED = 720
+
+
+@functools.lru_cache(maxsize=256)
+def _injections(n_pred: int, n_gt: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Every pairing of size min(N, M) as (rows, cols) arrays of shape (C, min(N, M)), rows
+    ascending; None when there are more than :data:`MAX_ENUMERATED`. With the folded
+    weight (whose lexicographic term makes the optimum unique) the best one is an argmax.
+
+    >>> [c.tolist() for c in _injections(2, 2)]
+    [[[0, 1], [0, 1]], [[0, 1], [1, 0]]]
+    """
+    k = min(n_pred, n_gt)
+    if math.perm(max(n_pred, n_gt), k) > MAX_ENUMERATED:
+        return None
+    chosen = np.array(list(itertools.permutations(range(max(n_pred, n_gt)), k)), np.int64).reshape(-1, k)
+    ordered = np.broadcast_to(np.arange(k), chosen.shape)
+    return (ordered, chosen) if n_pred <= n_gt else (np.sort(chosen, axis=1),
+                                                     np.argsort(chosen, axis=1))
 
 
 def match_block(shared: np.ndarray, substitutable: np.ndarray,

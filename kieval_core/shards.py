@@ -23,9 +23,10 @@ every run.
 from __future__ import annotations
 
 import glob
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 import numpy as np
@@ -66,9 +67,16 @@ def shard_paths(spec: str | Path) -> list[Path]:
         return sorted(Path(p) for p in glob.glob(str(spec)) if Path(p).is_file())
     path = Path(spec)
     if path.is_dir():
-        return sorted(p for p in path.iterdir()
-                      if p.is_file() and not p.name.startswith(".") and p.name not in _IGNORED)
+        return [path / name for name in _visible_files(path)]
     return [path] if path.is_file() else []
+
+
+def _visible_files(directory: Path) -> list[str]:
+    """Names of a directory's visible files, sorted (as their paths sort: one parent).
+    Strings, not ``Path`` objects: sorting 20,000 paths through ``Path.__lt__`` took 0.4 s."""
+    with os.scandir(directory) as entries:
+        return sorted(e.name for e in entries
+                      if e.is_file() and not e.name.startswith(".") and e.name not in _IGNORED)
 
 
 def is_sharded(spec: str | Path, options: LoadOptions = LoadOptions()) -> bool:
@@ -81,18 +89,18 @@ def is_sharded(spec: str | Path, options: LoadOptions = LoadOptions()) -> bool:
     path = Path(spec)
     if not path.is_dir():
         return False
-    files = shard_paths(path)
-    if not files:
+    names = _visible_files(path)
+    if not names:
         return False
     if options.format in SHARD_FORMATS:
         return True
     if options.format != "auto":
         return False
-    suffixes = {p.suffix.lower() for p in files}
+    suffixes = {PurePath(name).suffix.lower() for name in names}
     if suffixes <= set(SHARD_SUFFIXES):
         return True
     if len(suffixes) == 1 and (suffix := next(iter(suffixes))) in _DELIMITED:
-        with files[0].open("rb") as stream:
+        with (path / names[0]).open("rb") as stream:
             header = stream.readline().decode("utf-8", "replace").strip().lower()
         columns = {c.strip().strip('"') for c in header.split(_DELIMITED[suffix])}
         return {"doc_id", "entity", "value"} <= columns

@@ -110,15 +110,15 @@ class _Fallback(Exception):
 
 def read_kieval_csv(files: Mapping[str, bytes], source: str, builder: DatasetBuilder) -> None:
     """Read a directory of official CSV files (doc_id = file stem) into ``builder``."""
+    stems = [PurePath(f).stem for f in files]
     try:
-        frame = _directory_entities(files, source)
+        frame = _directory_entities(files, source, stems)
     except _Fallback:
         for file_name, data in files.items():
             file_source = f"{source}/{file_name}"
             rows = kieval_csv_entities(decode_text(data, file_source), file_source)
             builder.add(PurePath(file_name).stem, file_name, [(*row, np.nan) for row in rows])
         return
-    stems = [PurePath(f).stem for f in files]
     builder.add_table(frame, stems, dict(zip(stems, files, strict=True)))
 
 
@@ -156,7 +156,7 @@ def _mask(array: pa.Array) -> np.ndarray:
     return array.to_numpy(zero_copy_only=False).astype(bool)
 
 
-def _directory_entities(files: Mapping[str, bytes], source: str) -> pd.DataFrame:
+def _directory_entities(files: Mapping[str, bytes], source: str, stems: list[str]) -> pd.DataFrame:
     lines, file, position, last = _lines(files, source)
     sep = _separators(lines, position, last)
     block = (np.cumsum(sep | (position == 0)) - 1)[~sep]
@@ -170,9 +170,8 @@ def _directory_entities(files: Mapping[str, bytes], source: str) -> pd.DataFrame
     grouped = blocks["grouped"].to_numpy(bool)[block[line]]
     index_code, _ = pd.factorize(blocks["index"].to_numpy(object))
     key = index_code[block[line]].astype(np.int64) * (int(in_block.max(initial=0)) + 1) + in_block[line]
-    stems = np.array([PurePath(f).stem for f in files], dtype=object)
     return pd.DataFrame({
-        "doc_id": stems[file[line]],
+        "doc_id": np.array(stems, dtype=object)[file[line]],
         "group_type": blocks["group_type"].to_numpy(object)[block[line]],
         "group_key": np.where(grouped, key, -1),
         "entity_type": types.take(pa.array(cell)).to_pandas(),
