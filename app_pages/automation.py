@@ -13,32 +13,62 @@ from kieval_app import automation, session
 from kieval_app.columns import shown
 from kieval_app.text import md, number, pct
 from kieval_core.calibration import calibration, reliability_of
-from kieval_core.decisions import slice_thresholds
+from kieval_core.consensus import MIN_MODELS, with_confidence_sources
+from kieval_core.decisions import operating_point, review_curve, slice_thresholds
 from kieval_core.field_thresholds import per_field_thresholds
 from kieval_core.review import (
     Costs,
     minimum_cost,
     recommend,
-    recommend_for_automation,
-    recommend_for_budget,
     review_by_entity_type,
+    review_documents_by_entity_type,
     review_with,
-    with_costs,
 )
 from kieval_core.uncertainty import bootstrap, holdout, random_half
 
 ws = session.current()
 session.require_models(ws)
 name = session.selected_model(ws)
-model = ws.result.models[name]
-review = model.review
-n_docs = model.n_documents
 
 st.title("Automation threshold")
+
+# --- where the confidences come from (the whole page follows) -------------------------------
+MISSING = {"automate": "automated (count as 1.0)", "review": "reviewed (count as 0.0)"}
+st.session_state.setdefault("auto_missing", "automate")
+st.session_state.setdefault("auto_consensus", False)
+left, right = st.columns(2, vertical_alignment="bottom")
+missing = left.segmented_control(
+    "Predictions without confidence",
+    list(MISSING),
+    format_func=MISSING.get,
+    key="auto_missing",
+    required=True,
+    help="Automated: they count as confidence 1.0 and are reviewed only when everything is. "
+    "Reviewed: they count as 0.0 and a person looks at them at every threshold above 0.",
+)
+consensus = right.toggle(
+    "Derive confidences from agreement between the loaded models",
+    key="auto_consensus",
+    help=f"With {MIN_MODELS} or more models: a model without confidences gets, per prediction, the share "
+    "of the other models that predict the same value in the same document. Models with their own "
+    "confidences keep them; the calibration below compares both.",
+)
+source = "consensus" if consensus else "model"
+result = session.view(
+    "confidences", lambda: with_confidence_sources(ws.result, missing, source), missing, source
+)
+for note in result.warnings[len(ws.result.warnings) :]:
+    st.info(md(note), icon=":material/info:")
+model = result.models[name]
+review = model.review
+n_docs = model.n_documents
+tag = (name, missing, source)  # what the model's review depends on, for cached views
+
 st.caption(
-    f"Model **{md(name)}**. A prediction whose confidence is below the threshold τ goes to a person, who "
-    "retypes or deletes it; the rest is automated. Missing values are never added by this review, so "
-    "some accuracy stays out of reach."
+    f"Model **{md(name)}**, confidences: {md(model.confidence_source)}. A prediction whose confidence is "
+    "below the threshold τ goes to a person: who corrects that prediction (retypes or deletes it, never "
+    "adds a missing value), or opens the whole document and fixes everything in it, missing values "
+    "included; the rest is automated."
 )
 
 # --- costs (shared by every mode) ----------------------------------------------------------
@@ -67,7 +97,8 @@ def costs() -> Costs:
 if not model.has_confidence:
     st.info(
         "This model's predictions carry no confidence, so there is no threshold to choose: every "
-        "prediction is either automated or reviewed. Both cases below.",
+        "prediction is either automated or reviewed. Both cases below. With three or more models loaded, "
+        "*derive confidences from agreement* above gives it some.",
         icon=":material/info:",
     )
     everything = review_with(review, np.full(review.n_predictions, np.inf), costs())
@@ -99,19 +130,32 @@ if not model.has_confidence:
 
 coverage = model.confidence_coverage
 if coverage < 1:
+    effect = (
+        "count as 1.0: automated at every threshold up to 1, reviewed only when everything is"
+        if missing == "automate"
+        else "count as 0.0: reviewed at every threshold above 0"
+    )
     st.info(
-        f"{coverage:.0%} of this model's predictions carry a confidence; the others count as 1.0: "
-        "automated at every threshold up to 1, reviewed only when everything is.",
+        f"{coverage:.0%} of this model's predictions carry a confidence; the others {effect} "
+        "(*Predictions without confidence* above).",
         icon=":material/info:",
     )
 
-curve = session.view("cost_curve", lambda: with_costs(model.curve, costs(), n_docs), name, costs())
+
+def curve_of(mode: str) -> pd.DataFrame:
+    """The curve of a review mode at the current costs (cached)."""
+    return session.view("review_curve", lambda: review_curve(model, mode, costs()), *tag, mode, costs())
+
+
+curve = curve_of("predictions")
 meta_keys = [k for k in (model.meta.columns if model.meta is not None else [])]
 
 MODES = ["accuracy", "automation", "budget", "threshold"]
+REVIEWS = {"predictions": "single predictions", "documents": "whole documents"}
 SCOPES = {"one": "one τ for every field", "field": "one τ per field"}
 SCOPES.update({f"slice:{k}": f"one τ per {md(k)}" for k in meta_keys})
 st.session_state.setdefault("auto_mode", MODES[0])
+st.session_state.setdefault("auto_review", "predictions")
 st.session_state.setdefault("auto_target", 0.95)
 st.session_state.setdefault("auto_goal", 0.80)
 st.session_state.setdefault("auto_budget", 1000.0)
@@ -122,6 +166,16 @@ if st.session_state.get("auto_scope") not in SCOPES:
 @st.fragment
 def decision() -> None:
     """The choice and everything it drives; a change reruns only this part of the page."""
+    review_mode = st.segmented_control(
+        "Review",
+        list(REVIEWS),
+        format_func=REVIEWS.get,
+        key="auto_review",
+        required=True,
+        help="Single predictions: a person corrects each prediction below τ and never adds what is "
+        "missing. Whole documents: every document with a prediction below τ is opened and corrected "
+        "entirely, missing values included (how most operations teams work).",
+    )
     mode = st.segmented_control(
         "Decide by",
         MODES,
@@ -129,7 +183,8 @@ def decision() -> None:
         required=True,
         persist_state="session",
         help="accuracy: a target accuracy after review; automation: a share of predictions that skip "
-        "review; budget: reviews per 1,000 documents; threshold: τ itself, step by step",
+        "review (of documents that go straight through, reviewing whole documents); budget: reviews per "
+        "1,000 documents; threshold: τ itself, step by step",
     )
     c2, c3 = st.columns(2, vertical_alignment="bottom")
     scope = c3.selectbox(
@@ -140,11 +195,8 @@ def decision() -> None:
         help="Per field: each field gets the threshold that reaches the target overall with "
         "the fewest reviews. Per slice: each value of a metadata key gets its own.",
     )
-    if scope != "one" and mode != "accuracy":
-        st.session_state["auto_mode"] = mode = "accuracy"
-        st.caption("Per-field and per-slice thresholds are chosen for a target accuracy.")
-    target = None
-    if mode == "accuracy":
+    value = target = None
+    if mode == "accuracy" or scope != "one":
         target = c2.number_input(
             "Target accuracy after review",
             0.0,
@@ -154,8 +206,19 @@ def decision() -> None:
             key="auto_target",
             persist_state="session",
         )
+        value = target
+    if scope != "one":
+        st.caption(
+            "Per-field and per-slice thresholds are chosen for the target accuracy, whatever *Decide by* "
+            "says"
+            + (
+                ", for review of single predictions; here they decide which documents are opened."
+                if review_mode == "documents"
+                else "."
+            )
+        )
     elif mode == "automation":
-        goal = c2.number_input(
+        value = c2.number_input(
             "Automate at least",
             0.0,
             1.0,
@@ -163,10 +226,11 @@ def decision() -> None:
             format="%.2f",
             key="auto_goal",
             persist_state="session",
-            help="Share of predictions that skip review",
+            help="Share of predictions that skip review; reviewing whole documents, share of documents "
+            "that go straight through",
         )
     elif mode == "budget":
-        budget = c2.number_input(
+        value = c2.number_input(
             "Reviews / 1,000 docs",
             0.0,
             step=100.0,
@@ -174,85 +238,80 @@ def decision() -> None:
             key="auto_budget",
             persist_state="session",
         )
+    chart_curve = curve_of(review_mode)
+    if scope == "one" and mode == "threshold":
+        points = automation.operating_points(chart_curve, 400, keep=(st.session_state.get("auto_tau"),))
+        options = points["threshold"].tolist()
+        if st.session_state.get("auto_tau") not in options:  # start at the recommendation
+            start = recommend(curve, st.session_state["auto_target"], n_docs).threshold
+            st.session_state["auto_tau"] = options[
+                min(int(np.searchsorted(options, start or options[-1])), len(options) - 1)
+            ]
+        formatted = {
+            t: f"τ {automation.tau_text(t)}: {a:.1%} automated, {acc:.1%} accurate"
+            for t, a, acc in zip(
+                points["threshold"], points["auto_rate"], points["kieval_aligned"], strict=True
+            )
+        }
+        value = c2.select_slider(
+            "Operating point",
+            options,
+            format_func=lambda t: formatted[t][:14],
+            key="auto_tau",
+            help="Arrow keys step from one operating point to the next",
+        )
+        st.caption(
+            formatted[value] + ". The slider's steps are the real operating points (evenly spaced "
+            "whatever the confidences), and a click on a chart point picks it too."
+        )
 
-    # --- the operating point -------------------------------------------------------------
-    limits = None
-    tau = None
-    note = None
-    if scope == "field":
-        fields = session.view("fields", lambda: per_field_thresholds(review, target), name, target)
-        if not fields.reachable:
-            note = (
-                f"No combination of per-field thresholds reaches {target:.1%} with automation; "
-                "showing every field's threshold at full review."
-            )
-        limits = review.thresholds_of(fields.thresholds)
-    elif scope.startswith("slice:"):
+    # --- the operating point (the core's) --------------------------------------------------
+    fields = plan = None
+    if scope == "field" or (mode == "accuracy" and review_mode == "predictions"):
+        fields = session.view("fields", lambda: per_field_thresholds(review, target), *tag, target)
+    if scope.startswith("slice:"):
         key = scope.split(":", 1)[1]
-        plan = session.view("slices", lambda: slice_thresholds(model, key, target), name, key, target)
-        limits = plan.limits
-        if plan.unreachable:
-            note = (
-                f"{len(plan.unreachable)} value(s) of {md(key)} cannot reach {target:.1%} with automation "
-                f"and are fully reviewed: {', '.join(map(md, plan.unreachable[:5]))}."
+        plan = session.view("slices", lambda: slice_thresholds(model, key, target), *tag, key, target)
+    op = operating_point(
+        model,
+        review=review_mode,
+        decide_by=mode,
+        value=value,
+        scope=scope,
+        target=target if target is not None else float(st.session_state["auto_target"]),
+        costs=costs(),
+        curve=chart_curve,
+        fields=fields,
+        plan=plan,
+    )
+    point, tau = op.point, op.threshold
+    note = None
+    if scope == "field" and not op.reachable:
+        note = (
+            f"No combination of per-field thresholds reaches {target:.1%} with automation; "
+            "showing every field's threshold at full review."
+        )
+    elif scope.startswith("slice:") and op.unreachable_slices:
+        unreachable = op.unreachable_slices
+        note = (
+            f"{len(unreachable)} value(s) of {md(scope.split(':', 1)[1])} cannot reach {target:.1%} with "
+            f"automation and are fully reviewed: {', '.join(map(md, unreachable[:5]))}."
+        )
+    elif scope == "one" and not op.reachable:
+        best = "n/a" if op.best_reachable is None else pct(op.best_reachable)
+        whole = (
+            "reviewing single predictions" if review_mode == "predictions" else "reviewing whole documents"
+        )
+        note = (
+            f"A target of {target:.1%} is **not reachable with automation** by one τ for every field, "
+            f"{whole}: only reviewing everything gets there. The best accuracy with some automation is "
+            f"{best} (τ = {automation.tau_text(tau)}, shown below)."
+        )
+        if op.fields_reach is not None:
+            note += (
+                f" **One τ per field reaches it** with {number(op.fields_reach)} reviews of "
+                f"{number(review.n_predictions)} predictions: choose it under Thresholds."
             )
-    else:
-        if mode == "accuracy":
-            rec = recommend(curve, target, n_docs)
-            if rec.reachable:
-                tau = rec.threshold
-            else:
-                best_row = curve[curve["auto_rate"] > 0].sort_values(
-                    ["kieval_aligned", "threshold"], ascending=[False, True], kind="stable"
-                )
-                tau = (
-                    float(best_row["threshold"].iloc[0])
-                    if len(best_row)
-                    else float(curve["threshold"].iloc[-1])
-                )
-                best = "n/a" if rec.best_reachable is None else pct(rec.best_reachable)
-                note = (
-                    f"A target of {target:.1%} is **not reachable with automation** by one τ for every "
-                    "field: only reviewing every prediction gets there. The best accuracy with some "
-                    f"automation is {best} (τ = {automation.tau_text(tau)}, shown below)."
-                )
-                fields = session.view("fields", lambda: per_field_thresholds(review, target), name, target)
-                if fields.reachable:
-                    note += (
-                        f" **One τ per field reaches it** with {number(fields.reviews)} reviews of "
-                        f"{number(review.n_predictions)} predictions: choose it under Thresholds."
-                    )
-        elif mode == "automation":
-            tau = recommend_for_automation(curve, goal, n_docs).threshold
-        elif mode == "budget":
-            tau = recommend_for_budget(curve, budget, n_docs).threshold
-        else:
-            points = automation.operating_points(curve, 400, keep=(st.session_state.get("auto_tau"),))
-            options = points["threshold"].tolist()
-            if st.session_state.get("auto_tau") not in options:  # start at the recommendation
-                start = recommend(curve, st.session_state["auto_target"], n_docs).threshold
-                st.session_state["auto_tau"] = options[
-                    min(int(np.searchsorted(options, start or options[-1])), len(options) - 1)
-                ]
-            formatted = {
-                t: f"τ {automation.tau_text(t)}: {a:.1%} automated, {acc:.1%} accurate"
-                for t, a, acc in zip(
-                    points["threshold"], points["auto_rate"], points["kieval_aligned"], strict=True
-                )
-            }
-            tau = c2.select_slider(
-                "Operating point",
-                options,
-                format_func=lambda t: formatted[t][:14],
-                key="auto_tau",
-                help="Arrow keys step from one operating point to the next",
-            )
-            st.caption(
-                formatted[tau] + ". The slider's steps are the real operating points (evenly spaced "
-                "whatever the confidences), and a click on a chart point picks it too."
-            )
-        limits = np.full(review.n_predictions, tau)
-    point = review_with(review, limits, costs())
     if note:
         st.warning(note, icon=":material/block:")
     elif mode == "accuracy" and scope == "one":
@@ -264,38 +323,44 @@ def decision() -> None:
 
     # --- the cards ---------------------------------------------------------------------------
     # rows of cards that wrap on narrow screens instead of cutting their labels
+    documents_mode = review_mode == "documents"
     predictions, work, documents = (st.container(horizontal=True) for _ in range(3))
     predictions.metric(
         "Automated",
         pct(point.auto_rate),
         border=True,
-        help="Share of predictions with confidence ≥ τ: not reviewed",
+        help="Share of predictions in documents nobody opens"
+        if documents_mode
+        else "Share of predictions with confidence ≥ τ: not reviewed",
     )
     predictions.metric(
         "Accuracy after review",
         pct(point.kieval_aligned),
         border=True,
-        help="KIEval_Aligned^τ: right values over right values plus corrections left",
+        help="KIEval_Aligned^τ: right values over right values plus corrections left"
+        + (" (an opened document is right)" if documents_mode else ""),
     )
     predictions.metric(
         "Errors left",
         number(point.errors),
         border=True,
-        help=f"{number(point.substitution)} substitutions, {number(point.addition)} additions "
-        f"(never fixed by review), {number(point.deletion)} deletions",
+        help=f"{number(point.substitution)} substitutions, {number(point.addition)} additions"
+        + ("" if documents_mode else " (never fixed by review)")
+        + f", {number(point.deletion)} deletions",
     )
     work.metric(
         "Reviews / 1,000 docs",
         number(round(point.reviews_per_1000_documents)),
         border=True,
-        help=f"{number(point.reviewed)} of {number(point.predictions)} predictions reviewed, "
-        f"{number(n_docs)} documents",
+        help=f"{number(point.reviewed)} of {number(point.predictions)} predictions "
+        + ("in opened documents" if documents_mode else "reviewed")
+        + f", {number(n_docs)} documents",
     )
     work.metric(
         "Opened / 1,000 docs",
-        number(round(1000 * point.opened_documents / max(n_docs, 1))),
+        number(round(op.opened_per_1000_documents)),
         border=True,
-        help="Documents with at least one prediction reviewed",
+        help="Documents with at least one prediction below τ",
     )
     work.metric(
         "Cost / 1,000 docs",
@@ -307,7 +372,7 @@ def decision() -> None:
         "Straight through",
         pct(point.straight_through_rate),
         border=True,
-        help="Documents with no prediction reviewed",
+        help="Documents with no prediction below τ",
     )
     documents.metric(
         "Right after review",
@@ -325,26 +390,28 @@ def decision() -> None:
             st.session_state["auto_tau"] = chosen
 
     band = None
-    if target is not None and scope == "one":
-        boot = session.view("bootstrap", lambda: bootstrap(review, target, 1000, 0), name, target)
+    if mode == "accuracy" and scope == "one" and not documents_mode:
+        boot = session.view("bootstrap", lambda: bootstrap(review, target, 1000, 0), *tag, target)
         band = boot.band
+    shown_target = target if mode == "accuracy" else None
     left, right = st.columns(2)
     with left:
         st.markdown("**Accuracy and automation at every threshold**")
         st.plotly_chart(
-            automation.threshold_figure(curve, tau, target, band),
+            automation.threshold_figure(chart_curve, tau, shown_target, band),
             key="auto_fig7",
             on_select=lambda: pick("auto_fig7"),
             selection_mode="points",
             config={"displayModeBar": False},
         )
         st.caption(
-            "The paper's Fig. 7 as steps through the real operating points; the shaded band is the "
-            "95% bootstrap interval of the accuracy. Click a point to choose it."
+            "The paper's Fig. 7 as steps through the real operating points"
+            + ("; the shaded band is the 95% bootstrap interval of the accuracy" if band is not None else "")
+            + ". Click a point to choose it."
         )
     with right:
         st.markdown("**Trade-off**")
-        fig = automation.tradeoff_figure(curve, tau, target)
+        fig = automation.tradeoff_figure(chart_curve, tau, shown_target)
         if tau is None:
             fig.add_scatter(
                 x=[point.auto_rate],
@@ -369,13 +436,13 @@ def decision() -> None:
         st.markdown("**Documents: straight through, and right after review**")
         st.plotly_chart(
             automation.tradeoff_figure(
-                curve,
+                chart_curve,
                 tau,
                 None,
                 x="straight_through_rate",
                 y="document_accuracy",
                 labels=(
-                    "straight through (no prediction reviewed)",
+                    "straight through (no prediction below τ)",
                     "documents right after review",
                 ),
             ),
@@ -385,23 +452,49 @@ def decision() -> None:
             config={"displayModeBar": False},
         )
     with right:
-        cheapest = minimum_cost(curve)
+        cheapest = minimum_cost(chart_curve)
         st.markdown(
             f"**Cost per 1,000 documents**: the cheapest τ is {automation.tau_text(cheapest.threshold)} "
             f"({number(round(cheapest.cost_per_1000_documents))})"
         )
         st.plotly_chart(
-            automation.cost_figure(curve, tau, cheapest.threshold),
+            automation.cost_figure(chart_curve, tau, cheapest.threshold),
             key="auto_cost",
             on_select=lambda: pick("auto_cost"),
             selection_mode="points",
             config={"displayModeBar": False},
         )
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**Single predictions or whole documents: accuracy against automation**")
+        st.plotly_chart(
+            automation.policies_figure(
+                curve, curve_of("documents"), (point.auto_rate, point.kieval_aligned), shown_target
+            ),
+            key="auto_policies",
+            config={"displayModeBar": False},
+        )
+    with right:
+        st.markdown("**What each policy buys**")
+        st.caption(
+            "Reviewing whole documents fixes what the model missed, so it reaches accuracies that reviewing "
+            "single predictions never does, but every prediction of an opened document is looked at. At the "
+            "same automation the higher curve is the better policy; the ring marks the point above."
+        )
 
-    st.markdown("**Per field at this operating point**")
-    per_type = review_by_entity_type(review, limits)
-    if scope == "field":
-        per_type.insert(1, "threshold", [fields.thresholds.get(t) for t in per_type["entity_type"]])
+    st.markdown(f"**Per field at this operating point** ({REVIEWS[review_mode]})")
+    per_type = (review_documents_by_entity_type if documents_mode else review_by_entity_type)(
+        review, op.limits
+    )
+    if op.fields is not None and scope == "field":
+        per_type.insert(
+            1,
+            "threshold",
+            [
+                "all" if t in op.fields.whole else automation.tau_text(op.fields.thresholds.get(t))
+                for t in per_type["entity_type"]
+            ],
+        )
     frame, columns = shown(  # short headers: all ten columns fit a 1,400 px screen
         per_type, labels={"fixed": "fixed", "tp_after": "right after", "kieval_aligned": "accuracy after"}
     )
@@ -434,7 +527,7 @@ box = st.expander(
 )
 if box.open:
     with box:
-        boot = session.view("bootstrap", lambda: bootstrap(review, target, 1000, 0), name, target)
+        boot = session.view("bootstrap", lambda: bootstrap(review, target, 1000, 0), *tag, target)
         rec = recommend(curve, target, n_docs)
         if rec.reachable and boot.threshold is not None:
             st.markdown(
@@ -467,7 +560,7 @@ if box.open:
         )
         names = (choice, "the other half" if chosen is None else "the other documents")
         check = session.view(
-            "holdout", lambda: holdout(review, target, mask, names=names), name, target, choice
+            "holdout", lambda: holdout(review, target, mask, names=names), *tag, target, choice
         )
         if check.threshold is None:
             st.info(f"On {md(choice)} the target cannot be reached with automation.")
@@ -491,7 +584,7 @@ if meta_keys:
         with box:
             key = st.selectbox("Metadata key", meta_keys, key="auto_slice_key")
             rows = session.view(
-                "slices", lambda: slice_thresholds(model, key, target), name, key, target
+                "slices", lambda: slice_thresholds(model, key, target), *tag, key, target
             ).rows
             table = pd.DataFrame(
                 [
@@ -524,14 +617,33 @@ box = st.expander(
 )
 if box.open:
     with box:
-        table = session.view("calibration", lambda: calibration(review), name)
+        table = session.view("calibration", lambda: calibration(review), *tag)
+        st.markdown(f"Confidences: {md(model.confidence_source)}.")
         frame, columns = shown(table.assign(entity_type=table["entity_type"].fillna("(all fields)")))
         st.dataframe(frame, hide_index=True, column_config=columns, placeholder="")
+        compared = {"own": review}
+        if model.consensus is not None:  # consensus beside the model's own, on the same predictions
+            compared["consensus"] = model.consensus
+            both = session.view(
+                "calibration_both",
+                lambda: pd.concat(
+                    [calibration(r).iloc[[0]].assign(entity_type=k) for k, r in compared.items()]
+                ).rename(columns={"entity_type": "confidences"}),
+                *tag,
+            )
+            st.markdown(
+                f"**Own confidences against the consensus of the {len(result.models) - 1} other models**, "
+                "on the predictions that carry their own:"
+            )
+            frame, columns = shown(both)
+            st.dataframe(frame, hide_index=True, column_config=columns, placeholder="")
+        c1, c2 = st.columns(2)
         fields = ["(all fields)", *review.entity_types]
-        field = st.selectbox("Reliability of", fields, key="auto_field")
+        field = c1.selectbox("Reliability of", fields, key="auto_field")
+        which = c2.selectbox("Confidences", list(compared), key="auto_calibration_source")
         chosen = None if field == "(all fields)" else field
         st.plotly_chart(
-            automation.reliability_figure(reliability_of(review, chosen)),
+            automation.reliability_figure(reliability_of(compared[which], chosen)),
             key="auto_reliability",
             config={"displayModeBar": False},
         )

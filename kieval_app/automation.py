@@ -207,6 +207,68 @@ def tradeoff_figure(
     return fig
 
 
+def policies_figure(
+    predictions: pd.DataFrame,
+    documents: pd.DataFrame,
+    chosen: tuple[float, float] | None,
+    target: float | None,
+) -> go.Figure:
+    """Both review policies on one chart: accuracy after review against the share of
+    predictions nobody looks at, reviewing single predictions or whole documents (the
+    curves of :func:`kieval_core.decisions.review_curve`), each through its real operating
+    points as a staircase. ``chosen`` marks the point shown on the page."""
+    fig = go.Figure()
+    for curve, name, color, dash in (
+        (predictions, "single predictions below τ", ACCURACY_COLOR, "solid"),
+        (documents, "whole documents with one below τ", DOCUMENT_COLOR, "dash"),
+    ):
+        shown = operating_points(curve)
+        fig.add_trace(
+            go.Scatter(
+                x=shown["auto_rate"],
+                y=shown["kieval_aligned"],
+                mode="lines+markers",
+                name=name,
+                line={"color": color, "width": 2, "shape": "vh", "dash": dash},
+                marker={"size": 5, "color": color},
+                customdata=np.column_stack([shown["threshold"], shown["reviewed"]]),
+                hovertemplate="τ = %{customdata[0]:.4f}<br>automated %{x:.2%}<br>accuracy %{y:.2%}<br>"
+                "%{customdata[1]:,} predictions looked at<extra>" + name + "</extra>",
+            )
+        )
+    if chosen is not None:
+        fig.add_trace(
+            go.Scatter(
+                x=[chosen[0]],
+                y=[chosen[1]],
+                mode="markers",
+                name="chosen point",
+                marker={"size": 16, "color": "#333", "symbol": "circle-open", "line": {"width": 3}},
+                hoverinfo="skip",
+            )
+        )
+    if target is not None:
+        fig.add_hline(
+            y=target,
+            line={"dash": "dot", "color": NEUTRAL_COLOR},
+            annotation_text=f"target {target:.0%}",
+            annotation_position="bottom left",
+        )
+    low = float(min(predictions["kieval_aligned"].min(), documents["kieval_aligned"].min(), target or 1.0))
+    fig.update_layout(
+        **base_layout(height=380),
+        xaxis={
+            "title": "automated (predictions nobody looks at)",
+            "tickformat": ".0%",
+            "range": [-0.02, 1.02],
+        },
+        yaxis={"title": "accuracy after review", "tickformat": ".0%", "range": [max(0.0, low - 0.05), 1.01]},
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+        dragmode=False,
+    )
+    return fig
+
+
 def cost_figure(curve: pd.DataFrame, tau: float | None, minimum: float | None) -> go.Figure:
     """Expected cost per 1,000 documents at every operating point."""
     shown = operating_points(curve, keep=tuple(t for t in (tau, minimum) if t is not None))

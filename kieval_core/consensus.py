@@ -69,12 +69,17 @@ def consensus_confidence(predictions: Mapping[str, pd.DataFrame], normalizer: No
     model = np.repeat(np.arange(len(names)), sizes)
 
     def codes(column: str) -> np.ndarray:
-        joined = np.concatenate([f[column].to_numpy(object) for f in frames])
-        return pd.factorize(joined)[0].astype(np.int64)
+        parts = [f[column] for f in frames]
+        if all(isinstance(p.dtype, pd.CategoricalDtype) for p in parts):  # the engine's tables: no copies
+            names = pd.Index(pd.unique(np.concatenate([p.cat.categories.to_numpy(object) for p in parts])))
+            return np.concatenate([names.get_indexer(p.cat.categories)[p.cat.codes.to_numpy()] for p in parts]
+                                  ).astype(np.int64)
+        return pd.factorize(np.concatenate([p.to_numpy(object) for p in parts]))[0].astype(np.int64)
 
     raw = np.concatenate([f["value"].to_numpy(object) for f in frames])
     values, normalised = normalizer.sorted_codes(raw)
-    doc_type = pd.factorize(codes("doc_id") * (codes("entity_type").max() + 1) + codes("entity_type"))[0]
+    kinds = codes("entity_type")
+    doc_type = pd.factorize(codes("doc_id") * (int(kinds.max()) + 1) + kinds)[0]
     key = pd.factorize(doc_type.astype(np.int64) * max(len(normalised), 1) + values)[0].astype(np.int64)
     voted = np.unique(key * len(names) + model)  # one vote per (key, model)
     voters = np.bincount(voted // len(names), minlength=int(key.max()) + 1)

@@ -150,8 +150,10 @@ class ReviewModel:
         fps = np.flatnonzero(wrong)
         order = fps[np.lexsort((fps, review_conf[fps], cell[fps]))]
         gain[order] = run_ranks(cell[order]) < cells["fn"].to_numpy()[cell[order]]
-        copies = np.unique(np.column_stack([cell, pred["copies"].to_numpy(np.int64)]), axis=0,
-                           return_inverse=True)[1].reshape(-1) if len(cell) else np.zeros(0, np.int64)
+        # identical values of one cell (the engine's code; packed with the cell so that
+        # concatenated partitions of a distributed run stay apart)
+        same = pred["copies"].to_numpy(np.int64)
+        copies = np.unique(cell * (int(same.max(initial=0)) + 1) + same, return_inverse=True)[1]
         base = cells.groupby([cells["entity_type"].cat.codes, cells["doc_id"].cat.codes])[
             ["tp", "addition"]].sum()
         base = base[(base["tp"] > 0) | (base["addition"] > 0)]
@@ -461,6 +463,31 @@ def review_documents_with(model: ReviewModel, limits: np.ndarray, costs: Costs =
         cost=float(cost), cost_per_1000_documents=1000.0 * cost / n_docs if n_docs else 0.0,
         added_by_review=int(model.doc_addition[opened].sum()), review="documents",
     )
+
+
+def review_documents_by_entity_type(model: ReviewModel, limits: np.ndarray) -> pd.DataFrame:
+    """Per entity type under whole-document review with one threshold per prediction: the
+    columns of :func:`review_by_entity_type` (``fixed``: the errors of opened documents,
+    additions included); the rows sum to the totals of :func:`review_documents_with`."""
+    limits = check_length("limits", limits, model.n_predictions, "prediction")
+    opened = np.zeros(model.n_documents, bool)
+    opened[model.doc[model.confidence < limits]] = True  # a document opened by any field opens every field
+    rows = []
+    for code, name in enumerate(model.entity_types):
+        part = model.of_type(code)
+        inside, base_inside = opened[part.doc], opened[part.base_doc]
+        substitution = int((part.gain & ~inside).sum())
+        deletion = int((part.wrong & ~part.gain & ~inside).sum())
+        addition = int(part.base_addition[~base_inside].sum())
+        added = int(part.base_addition[base_inside].sum())
+        tp_after = part.tp + int((part.gain & inside).sum()) + added
+        errors = substitution + addition + deletion
+        rows.append({"entity_type": name, "predictions": part.n_predictions, "reviewed": int(inside.sum()),
+                     "fixed": int((part.wrong & inside).sum()) + added, "substitution": substitution,
+                     "addition": addition, "deletion": deletion, "errors": errors, "tp_after": tp_after,
+                     "kieval_aligned": float(aligned_score(tp_after, errors))})
+    return pd.DataFrame(rows, columns=["entity_type", "predictions", "reviewed", "fixed", "substitution",
+                                       "addition", "deletion", "errors", "tp_after", "kieval_aligned"])
 
 
 #: The columns of :func:`document_review_curve`.

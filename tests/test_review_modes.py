@@ -270,3 +270,56 @@ def test_consensus_on_the_seven_sroie_systems(shared_data):
     own, cons = calibration(textract.review).iloc[0], calibration(textract.consensus).iloc[0]
     assert own["with_confidence"] == cons["with_confidence"]  # the same predictions, both ways
     assert cons["auroc"] > 0.5  # agreement ranks errors below right values
+
+
+# --- the operating point of the Automation page ----------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(corpus(), st.sampled_from(["predictions", "documents"]), st.sampled_from([0.3, 0.6, 0.9]))
+def test_operating_points_by_every_way_of_deciding(data, review, value):
+    from kieval_core.decisions import operating_point, review_curve
+    from kieval_core.review import (
+        point_at,
+        review_by_entity_type,
+        review_documents_by_entity_type,
+        review_with,
+    )
+
+    gt, (pred,) = data
+    m = _model(gt, pred)
+    reviewer = review_with if review == "predictions" else review_documents_with
+    curve = review_curve(m, review)
+    automation = "auto_rate" if review == "predictions" else "straight_through_rate"
+    for decide_by in ("accuracy", "automation", "budget", "threshold"):
+        v = value * 1000 if decide_by == "budget" else value
+        op = operating_point(m, review=review, decide_by=decide_by, value=v)
+        assert op.point == reviewer(m.review, np.full(m.n_predictions, op.threshold))
+        row = point_at(curve, op.threshold)
+        if decide_by == "accuracy" and op.reachable:
+            assert row["kieval_aligned"] >= value - 1e-12 and row[automation] > 0
+            assert not ((curve["threshold"] < op.threshold) & (curve["kieval_aligned"] >= value - 1e-12)
+                        & (curve[automation] > 0)).any()  # the smallest such τ
+        if decide_by == "automation":
+            assert row[automation] >= value - 1e-12
+        if decide_by == "budget":
+            assert row["reviewed"] * 1000 / m.n_documents <= v + 1e-9 or op.threshold == 0.0
+    op = operating_point(m, review=review, scope="field", target=value)
+    assert op.threshold is None
+    assert op.point == reviewer(m.review, m.review.thresholds_of(op.fields.thresholds))
+    by_type = (review_by_entity_type if review == "predictions" else review_documents_by_entity_type)(
+        m.review, op.limits)
+    for column in ("substitution", "addition", "deletion", "tp_after"):
+        assert by_type[column].sum() == getattr(op.point, column)
+    assert op.opened_per_1000_documents == pytest.approx(1000 * op.point.opened_documents / m.n_documents)
+
+
+def test_an_unreachable_target_shows_the_best_point_with_automation(rpa_files):
+    from kieval_core.decisions import operating_point
+
+    model = evaluate(*rpa_files).models["m"]
+    op = operating_point(model, decide_by="accuracy", value=0.95)
+    assert not op.reachable and op.best_reachable == pytest.approx(0.9)
+    assert op.threshold == pytest.approx(0.60) and op.point.kieval_aligned == pytest.approx(0.9)
+    whole = operating_point(model, review="documents", decide_by="accuracy", value=0.95)
+    assert not whole.reachable and whole.threshold == 0.0  # opening the receipt leaves nothing automated

@@ -114,7 +114,7 @@ PAGES = {
     "overview": ("KIEval Workbench", 1, 0),
     "documents": ("Documents", 1, 6),
     "errors": ("Errors", 2, 0),
-    "automation": ("Automation threshold", 4, 8),
+    "automation": ("Automation threshold", 5, 8),
     "compare": ("Compare models", 2, 0),
     "guide": ("Metrics guide", 2, 0),
 }
@@ -461,11 +461,11 @@ def test_sroie_with_metadata_and_real_confidences(shared_data):
         open_page(at, page)
     at.sidebar.selectbox(key="model").set_value(names[0]).run()
     open_page(at, "automation")
-    assert charts(at) == 4  # real confidences: the curves; the closed expanders build nothing
+    assert charts(at) == 5  # real confidences: the curves; the closed expanders build nothing
     # 95% (the default target) is out of reach with one τ, within reach per field: both are said
     note = " ".join(w.value for w in at.warning)
     assert "not reachable with automation" in note and "One τ per field reaches it** with 977 reviews" in note
-    assert charts(expand(at, "auto_calibration_open")) == 5  # the reliability diagram
+    assert charts(expand(at, "auto_calibration_open")) == 6  # the reliability diagram
     expand(at, "auto_uncertainty_open")
     assert any("carr" in m.value for m in [*at.success, *at.error, *at.info])  # the holdout verdict
     slices = frame_with(expand(at, "auto_slices_open"), "split", "documents")
