@@ -10,7 +10,7 @@ from kieval_app.columns import PERCENT_FORMAT, shown
 from kieval_app.diff import table_html
 from kieval_app.style import KIND_LABELS, KINDS, STATUS_LABELS, STATUS_MARKDOWN_COLORS
 from kieval_app.text import md, number, pct
-from kieval_core.alignment import document_boxes
+from kieval_core.alignment import document_view_tables
 
 VALUES, PAGE = "docs_values", "docs_page"  # the pairs table beside the page view; the page shown
 
@@ -141,7 +141,7 @@ with st.container(horizontal=True):  # the cards wrap on narrow screens instead 
         st.metric("Flat entity F1", pct(figures["flat_f1"]), border=True)
 
 # --- the document on its page: boxes coloured by status, matched pairs numbered ----------
-boxes = session.view("boxes", lambda: document_boxes(model.detail(), doc), name, doc)
+boxes, aligned = session.view("view_tables", lambda: document_view_tables(model.detail(), doc), name, doc)
 image_pages = ws.images.n_pages(doc) if ws.images is not None else 0
 if len(boxes) or image_pages:
     n_pages = document_view.n_pages(boxes, image_pages)
@@ -149,7 +149,7 @@ if len(boxes) or image_pages:
     if n_pages > 1:
         page = st.segmented_control("Page", list(range(1, n_pages + 1)), key=PAGE, default=1) or 1
     image = ws.images.page(doc, page) if ws.images is not None else None
-    values = session.view("values", lambda: document_view.values_table(model.detail(), doc), name, doc)
+    values = document_view.values_table(aligned)
     chosen = st.session_state.get(VALUES)
     rows = chosen["selection"]["rows"] if chosen else []
     selected = rows[0] if rows else None

@@ -26,7 +26,10 @@ Actions, each repeated ``--repeats`` times (15; 3 with ``--quick``) after a warm
   URL until the first numbers are visible;
 - at 10,000 receipts: the ground-truth upload until the app says it is loaded, and the
   upload of the three prediction files until the first number shows (wall time and the
-  server's CPU seconds), time-boxed by ``--upload-timeout``.
+  server's CPU seconds), time-boxed by ``--upload-timeout``;
+- the **document view** (column ``view``): 20 generated documents, each with a page image
+  and 200 boxes (100 ground-truth values, 100 predicted), uploaded with their images;
+  opening the Documents page, and moving to the next document (its image and boxes drawn).
 
 An interaction's latency runs from the browser's event of the click or key press to the
 first animation frame after the last script run it caused has ended (the run messages
@@ -81,6 +84,11 @@ SCALE_PREDICTIONS = ("sample_data/sim_strong.jsonl", "sample_data/sim_llm.jsonl"
                      "sample_data/sim_weak.jsonl")
 SCALE_DOC_ID = "doc_id"
 SCALE_COPIES = 100
+# The document view: documents with a page image and boxes, uploaded with the images box.
+APP_UPLOAD_IMAGES = '[class*="st-key-upload_images_"]'
+VIEW_DOCUMENTS, VIEW_BOXES_PER_SIDE = 20, 100
+VIEW_LOADED = f"page(s) of {VIEW_DOCUMENTS} document(s) loaded"
+VIEW_NEXT_ROW = f"next document (page image, {2 * VIEW_BOXES_PER_SIDE} boxes)"
 
 # The floor app (bench/floor_app/app.py).
 FLOOR_SCRIPT = HERE / "floor_app" / "app.py"
@@ -371,6 +379,83 @@ def measure_at_scale(browser, target: Target, results: Results, repeats: int, up
                 close(page)
 
 
+def view_files(directory: Path) -> tuple[Path, Path, Path]:
+    """Documents of 20 lines x 5 values, every value boxed, and a page image each; the
+    prediction gets one value in ten wrong and one in twenty missing (seeded)."""
+    import io
+    import random
+    import zipfile
+
+    from PIL import Image, ImageDraw
+
+    rng = random.Random(18)
+    gt_rows, pred_rows = [], []
+    images = io.BytesIO()
+    with zipfile.ZipFile(images, "w") as archive:
+        for d in range(VIEW_DOCUMENTS):
+            doc_id = f"view_{d:03d}"
+            page = Image.new("L", (1240, 1754), 255)
+            draw = ImageDraw.Draw(page)
+            gt_lines, pred_lines = [], []
+            for line in range(VIEW_BOXES_PER_SIDE // 5):
+                gt_line, pred_line = {}, {}
+                for field_index, name in enumerate(("code", "name", "count", "price", "total")):
+                    value = f"{name[:2].upper()}{rng.randrange(10_000)}"
+                    x0, y0 = 80 + 220 * field_index, 120 + 78 * line
+                    box = [x0, y0, x0 + 180, y0 + 40]
+                    draw.text((x0 + 4, y0 + 10), value, fill=0)
+                    gt_line[name] = {"value": value, "bbox": box}
+                    r = rng.random()
+                    if r < 0.05:
+                        continue
+                    shown = value[:-1] + "0" if r < 0.15 else value
+                    pred_line[name] = {"value": shown, "confidence": round(rng.random(), 3), "bbox": box}
+                gt_lines.append(gt_line)
+                pred_lines.append(pred_line)
+            gt_rows.append(json.dumps({"doc_id": doc_id, "fields": {"line": gt_lines}}))
+            pred_rows.append(json.dumps({"doc_id": doc_id, "fields": {"line": pred_lines}}))
+            png = io.BytesIO()
+            page.save(png, "PNG")
+            archive.writestr(f"{doc_id}.png", png.getvalue())
+    gt, pred = directory / "view_gt.jsonl", directory / "view_model.jsonl"
+    zipped = directory / "view_pages.zip"
+    gt.write_text("\n".join(gt_rows) + "\n", encoding="utf-8")
+    pred.write_text("\n".join(pred_rows) + "\n", encoding="utf-8")
+    zipped.write_bytes(images.getvalue())
+    return gt, pred, zipped
+
+
+def measure_document_view(browser, target: Target, results: Results, repeats: int, column: str) -> None:
+    """Upload documents with page images and 200 boxes each, then open the Documents page
+    and step through the documents with its Next button."""
+    with tempfile.TemporaryDirectory(prefix="kieval_bench_view_") as tmp:
+        gt, pred, pages = view_files(Path(tmp))
+        with harness.streamlit_server(target.script, target.cwd, target.env) as server:
+            page, _ = open_session(browser, server, target)
+            try:
+                for box, files, done in ((APP_UPLOAD_GT, str(gt), APP_GT_LOADED),
+                                         (APP_UPLOAD_PREDICTIONS, [str(pred)], None),
+                                         (APP_UPLOAD_IMAGES, str(pages), VIEW_LOADED)):
+                    harness.wait_idle(page, TIMEOUT_MS)
+                    page.locator(box).locator("input[type=file]").last.set_input_files(files)
+                    if done:
+                        page.get_by_text(done).first.wait_for(timeout=TIMEOUT_MS)
+                    else:
+                        target.first_shown(page).wait_for(state="visible", timeout=TIMEOUT_MS)
+                harness.wait_idle(page, TIMEOUT_MS)
+                log(f"{column}: {VIEW_DOCUMENTS} documents with page images loaded")
+                for i in range(1 + repeats):  # opening the Documents page (from the Overview)
+                    result = GUARD.run(lambda: switch(page, target, "Documents"), f"{column}: open Documents")
+                    if i:
+                        results.add(column, "page switch → Documents", result["ms"], result["runs"])
+                    switch(page, target, target.home)
+                switch(page, target, "Documents")
+                measure_widget(page, target, column, results, VIEW_NEXT_ROW, target.button,
+                               min(repeats, VIEW_DOCUMENTS - 3))
+            finally:
+                close(page)
+
+
 def check_caption(page, gt_name: str, n: int) -> None:
     caption = page.get_by_text(re.compile(APP_DATA_CAPTION)).first.inner_text()
     match = re.search(APP_DATA_CAPTION, caption)
@@ -383,6 +468,7 @@ def check_caption(page, gt_name: str, n: int) -> None:
 
 SLEEP_ROW = f"button sleeping {FLOOR_SLEEP_MS} ms (self-check)"
 COLUMNS = {"floor": "Floor (minimal app)", "sample": "This app, sample (100 × 3)",
+           "view": f"This app, {VIEW_DOCUMENTS} documents with page images and 200 boxes",
            "10k": "This app, 10,000 × 3"}
 
 
@@ -436,7 +522,7 @@ def markdown(results: Results) -> str:
                 rows.append(row)
     order = ["page switch, all pages"]
     order += [r for r in rows if r.startswith("page switch → ")]
-    order += ["slider step (ArrowRight)", "button rerun", SLEEP_ROW]
+    order += ["slider step (ArrowRight)", "button rerun", VIEW_NEXT_ROW, SLEEP_ROW]
     order += [r for r in rows if r.startswith("first load")]
     order += [r for r in rows if r.startswith("upload")]
     lines = ["| action (ms: p50 / p95; (s): seconds) | " + " | ".join(COLUMNS[c] for c in columns) + " |",
@@ -492,6 +578,9 @@ def main() -> None:
             if "sample" in args.only:
                 with busy.measure("sample"):
                     measure_target(browser, app, results, repeats, "sample")
+            if "view" in args.only:
+                with busy.measure("view"):
+                    measure_document_view(browser, app, results, repeats, "view")
             if "10k" in args.only and not args.skip_10k:
                 with busy.measure("10k"):
                     measure_at_scale(browser, app, results, repeats, args.upload_timeout, "10k")

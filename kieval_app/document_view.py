@@ -17,9 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from kieval_core.alignment import document_alignment, group_pairs, pair_numbers
 from kieval_core.page_images import Page
 
 from .style import STATUS_COLORS, base_layout
@@ -95,67 +93,75 @@ def _hover(boxes: pd.DataFrame) -> list[str]:
 
 def document_figure(boxes: pd.DataFrame, page: int, image: Page | None, selected: int | None,
                     height: int = 760) -> go.Figure:
-    """Both panels of one page; ``selected`` is the row (of the pairs table) drawn bold.
+    """Both panels of one page; ``selected`` is the row (of the values table) drawn bold.
 
     Every point of the click layer carries its row in ``customdata``: a click on a box
-    selects the row of the pairs table.
+    selects the row of the values table. The traces are built as plain dicts and the
+    figure validated once (``make_subplots`` and ``add_trace`` per trace cost ~10x more).
     """
-    on_page = boxes[boxes["page"].fillna(1) == page]
+    on_page = boxes[boxes["page"].fillna(1).to_numpy() == page]
     frame = page_frame(boxes, image)
-    fig = make_subplots(rows=1, cols=2, subplot_titles=[t for _, t in SIDES], horizontal_spacing=0.02)
     source = None
     if image is not None:
         source = "data:image/jpeg;base64," + base64.b64encode(image.jpeg).decode()
+    traces: list[dict] = []
+    images, shapes, shown_legend = [], [], set()
     for col, (side, _) in enumerate(SIDES, start=1):
-        axis = "" if col == 1 else str(col)
+        axes = {"xaxis": "x" if col == 1 else f"x{col}", "yaxis": "y" if col == 1 else f"y{col}"}
         if source is not None:
-            fig.add_layout_image(source=source, xref=f"x{axis}", yref=f"y{axis}", x=0, y=0, sizex=frame.width,
-                                 sizey=frame.height, xanchor="left", yanchor="top", sizing="stretch",
-                                 layer="below")
+            images.append({"source": source, "xref": axes["xaxis"], "yref": axes["yaxis"], "x": 0, "y": 0,
+                           "sizex": frame.width, "sizey": frame.height, "xanchor": "left", "yanchor": "top",
+                           "sizing": "stretch", "layer": "below"})
         else:
-            fig.add_shape(type="rect", x0=0, y0=0, x1=frame.width, y1=frame.height, line={"color": "#bbbbbb"},
-                          fillcolor="white", layer="below", row=1, col=col)
-        mine = on_page[on_page["side"] == side]
+            shapes.append({"type": "rect", "x0": 0, "y0": 0, "x1": frame.width, "y1": frame.height,
+                           "xref": axes["xaxis"], "yref": axes["yaxis"], "line": {"color": "#bbbbbb"},
+                           "fillcolor": "white", "layer": "below"})
+        mine = on_page[on_page["side"].to_numpy() == side]
         c = _scaled(mine, frame)
+        status = mine["status"].to_numpy(object)
         if image is None and len(mine):  # the layout view: each value written at its box
-            fig.add_trace(go.Scatter(
-                x=c[:, 0], y=(c[:, 1] + c[:, 3]) / 2, mode="text", text=[plain(v, 40) for v in mine["value"]],
-                textposition="middle right", textfont={"size": 10, "color": "#333333"}, hoverinfo="skip",
-                showlegend=False), row=1, col=col)
-        for status, (color, dash, label) in STATUS_STYLE.items():
-            these = (mine["status"] == status).to_numpy()
+            traces.append({"type": "scatter", **axes, "x": c[:, 0], "y": (c[:, 1] + c[:, 3]) / 2,
+                           "mode": "text", "text": [plain(v, 40) for v in mine["value"]],
+                           "textposition": "middle right",
+                           "textfont": {"size": 10, "color": "#333333"}, "hoverinfo": "skip",
+                           "showlegend": False})
+        for name, (color, dash, label) in STATUS_STYLE.items():
+            these = status == name
             if not these.any():
                 continue
             xs, ys = _outlines(c[these])
-            fig.add_trace(go.Scatter(
-                x=xs, y=ys, mode="lines", line={"color": color, "width": 2, "dash": dash}, name=label,
-                legendgroup=status, showlegend=not any(t.legendgroup == status for t in fig.data),
-                hoverinfo="skip"), row=1, col=col)
-        _pairs(fig, mine, c, col)
-        if selected is not None and (mine["row"] == selected).any():
-            xs, ys = _outlines(c[(mine["row"] == selected).to_numpy()])
-            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line={"color": SELECTED_COLOR, "width": 4},
-                                     name="selected", hoverinfo="skip", showlegend=False), row=1, col=col)
-        fig.add_trace(go.Scatter(  # the hover and click layer: one point per box, at its centre
-            x=(c[:, 0] + c[:, 2]) / 2, y=(c[:, 1] + c[:, 3]) / 2, mode="markers",
-            marker={"size": 14, "symbol": "square", "opacity": 0.25,
-                    "color": [STATUS_STYLE[s][0] for s in mine["status"]]},
-            customdata=mine["row"].to_numpy(np.int64), hovertext=_hover(mine), hoverinfo="text",
-            name=f"{side} boxes", showlegend=False), row=1, col=col)
+            traces.append({"type": "scatter", **axes, "x": xs, "y": ys, "mode": "lines", "name": label,
+                           "line": {"color": color, "width": 2, "dash": dash}, "legendgroup": name,
+                           "showlegend": name not in shown_legend, "hoverinfo": "skip"})
+            shown_legend.add(name)
+        traces += _pairs(mine, c, col, axes)
+        rows = mine["row"].to_numpy(np.int64)
+        if selected is not None and (rows == selected).any():
+            xs, ys = _outlines(c[rows == selected])
+            traces.append({"type": "scatter", **axes, "x": xs, "y": ys, "mode": "lines", "name": "selected",
+                           "line": {"color": SELECTED_COLOR, "width": 4}, "hoverinfo": "skip",
+                           "showlegend": False})
+        traces.append({  # the hover and click layer: one point per box, at its centre
+            "type": "scatter", **axes, "x": (c[:, 0] + c[:, 2]) / 2, "y": (c[:, 1] + c[:, 3]) / 2,
+            "mode": "markers", "name": f"{side} boxes", "showlegend": False, "customdata": rows,
+            "marker": {"size": 14, "symbol": "square", "opacity": 0.25,
+                       "color": [STATUS_STYLE[s][0] for s in status]},
+            "hovertext": _hover(mine), "hoverinfo": "text"})
     (x0, x1), (y0, y1) = _extent(_scaled(on_page, frame), frame)
-    for axis in ("xaxis", "xaxis2"):
-        fig.layout[axis].update(range=[x0, x1], showgrid=False, zeroline=False, showticklabels=False,
-                                constrain="domain")
-    for axis, x in (("yaxis", "x"), ("yaxis2", "x2")):
-        fig.layout[axis].update(range=[y1, y0], showgrid=False, zeroline=False, showticklabels=False,
-                                scaleanchor=x, scaleratio=1, constrain="domain")
-    fig.layout.xaxis2.matches = "x"
-    fig.layout.yaxis2.matches = "y"
-    fig.update_layout(**base_layout(height, margin={"l": 0, "r": 0, "t": 30, "b": 0}),
-                      dragmode="pan", clickmode="event+select", plot_bgcolor="#f4f4f4",
-                      legend={"orientation": "h", "y": -0.02, "yanchor": "top", "x": 0},
-                      uirevision=f"page-{page}")
-    return fig
+    axis = {"showgrid": False, "zeroline": False, "showticklabels": False, "constrain": "domain"}
+    layout = base_layout(height, margin={"l": 0, "r": 0, "t": 30, "b": 0})
+    layout.update(
+        xaxis={**axis, "domain": [0, 0.49], "range": [x0, x1]},
+        xaxis2={**axis, "domain": [0.51, 1], "range": [x0, x1], "matches": "x"},
+        yaxis={**axis, "range": [y1, y0], "scaleanchor": "x", "scaleratio": 1},
+        yaxis2={**axis, "range": [y1, y0], "scaleanchor": "x2", "scaleratio": 1, "matches": "y"},
+        images=images, shapes=shapes, dragmode="pan", clickmode="event+select", plot_bgcolor="#f4f4f4",
+        legend={"orientation": "h", "y": -0.02, "yanchor": "top", "x": 0}, uirevision=f"page-{page}",
+        annotations=[{"text": title, "x": x, "y": 1.0, "xref": "paper", "yref": "paper", "xanchor": "center",
+                      "yanchor": "bottom", "showarrow": False, "font": {"size": 14}}
+                     for (_, title), x in zip(SIDES, (0.245, 0.755), strict=True)],
+    )
+    return go.Figure(data=traces, layout=layout)
 
 
 def _extent(c: np.ndarray, frame: PageFrame) -> tuple[tuple[float, float], tuple[float, float]]:
@@ -168,24 +174,29 @@ def _extent(c: np.ndarray, frame: PageFrame) -> tuple[tuple[float, float], tuple
             (max(min(0.0, np.nanmin(c[:, 1])), np.nanmin(c[:, 1]) - pad), np.nanmax(c[:, 3]) + pad))
 
 
-def _pairs(fig: go.Figure, boxes: pd.DataFrame, c: np.ndarray, col: int) -> None:
+def _pairs(boxes: pd.DataFrame, c: np.ndarray, col: int, axes: dict) -> list[dict]:
     """Each matched group pair outlined (the union of its boxes) and numbered."""
-    numbered = boxes["pair"].to_numpy(np.int64) > 0
+    pair = boxes["pair"].to_numpy(np.int64)
+    numbered = pair > 0
     if not numbered.any():
-        return
-    frame = pd.DataFrame(c[numbered], columns=["x0", "y0", "x1", "y1"])
-    frame["pair"] = boxes["pair"].to_numpy(np.int64)[numbered]
-    groups = frame.groupby("pair").agg(x0=("x0", "min"), y0=("y0", "min"), x1=("x1", "max"), y1=("y1", "max"))
-    pad = 4.0
-    g = groups.to_numpy(np.float64) + np.array([-pad, -pad, pad, pad])
+        return []
+    numbers, index = np.unique(pair[numbered], return_inverse=True)
+    inner = c[numbered]
+    g = np.empty((len(numbers), 4))
+    for k, reduce in ((0, np.minimum), (1, np.minimum), (2, np.maximum), (3, np.maximum)):
+        g[:, k] = np.inf if reduce is np.minimum else -np.inf
+        reduce.at(g[:, k], index, inner[:, k])
+    g += np.array([-4.0, -4.0, 4.0, 4.0])
     xs, ys = _outlines(g)
-    fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line={"color": PAIR_COLOR, "width": 1},
-                             name="matched group pair (same number on both sides)", legendgroup="pair",
-                             showlegend=col == 1, hoverinfo="skip"), row=1, col=col)
-    fig.add_trace(go.Scatter(x=g[:, 0], y=(g[:, 1] + g[:, 3]) / 2, mode="text",
-                             text=[str(n) for n in groups.index], textposition="middle left",
-                             textfont={"size": 12, "color": PAIR_COLOR}, hoverinfo="skip", showlegend=False),
-                  row=1, col=col)
+    return [
+        {"type": "scatter", **axes, "x": xs, "y": ys, "mode": "lines",
+         "line": {"color": PAIR_COLOR, "width": 1},
+         "name": "matched group pair (same number on both sides)", "legendgroup": "pair",
+         "showlegend": col == 1, "hoverinfo": "skip"},
+        {"type": "scatter", **axes, "x": g[:, 0], "y": (g[:, 1] + g[:, 3]) / 2, "mode": "text",
+         "text": [str(n) for n in numbers], "textposition": "middle left",
+         "textfont": {"size": 12, "color": PAIR_COLOR}, "hoverinfo": "skip", "showlegend": False},
+    ]
 
 
 def n_pages(boxes: pd.DataFrame, images_pages: int) -> int:
@@ -194,15 +205,11 @@ def n_pages(boxes: pd.DataFrame, images_pages: int) -> int:
     return max(boxed, images_pages, 1)
 
 
-def values_table(counted, doc_id: str) -> pd.DataFrame:
-    """The document's values pair by pair, one row per row of the alignment (the rows the
-    boxes point at), with the group pair's number as drawn on the page."""
-    alignment = document_alignment(counted, doc_id)
-    numbers = pair_numbers(group_pairs(counted, doc_id))
-    pair = [numbers.get((t, int(g), int(p)), 0) for t, g, p in
-            zip(alignment["group_type"], alignment["gt_group"], alignment["pred_group"], strict=True)]
+def values_table(alignment: pd.DataFrame) -> pd.DataFrame:
+    """The document's values pair by pair (:func:`kieval_core.alignment.document_view_tables`),
+    one row per row the boxes point at, with the group pair's number as drawn on the page."""
     return pd.DataFrame({
-        "pair": [str(n) if n else "" for n in pair],
+        "pair": np.where(alignment["pair"].to_numpy() > 0, alignment["pair"].astype(str), ""),
         "field": alignment["entity_type"].astype(str),
         "ground truth": alignment["gt_value"].astype(object).where(alignment["gt_value"].notna(), ""),
         "prediction": alignment["pred_value"].astype(object).where(alignment["pred_value"].notna(), ""),

@@ -76,9 +76,9 @@ def document_alignment(counted: Counted, doc_id: str) -> pd.DataFrame:
     return _alignment(counted, doc_id).drop(columns=["gt_row", "pred_row"])
 
 
-def _alignment(counted: Counted, doc_id: str) -> pd.DataFrame:
+def _alignment(counted: Counted, doc_id: str, pairs: pd.DataFrame | None = None) -> pd.DataFrame:
     """:func:`document_alignment` with ``gt_row, pred_row``: the rows of the two entities
-    in the engine's tables (-1 for none)."""
+    in the engine's tables (-1 for none); ``pairs`` is :func:`group_pairs` when known."""
     g_rows = np.flatnonzero((counted.gt_entities["doc_id"] == doc_id).to_numpy())
     p_rows = np.flatnonzero((counted.pred_entities["doc_id"] == doc_id).to_numpy())
     g = counted.gt_entities.iloc[g_rows]
@@ -119,7 +119,7 @@ def _alignment(counted: Counted, doc_id: str) -> pd.DataFrame:
         "_within": alone["position"].to_numpy(np.float64) + 1e12,
     })
     rows = pd.concat([gt_side, pred_side], ignore_index=True)
-    pairs = group_pairs(counted, doc_id)
+    pairs = group_pairs(counted, doc_id) if pairs is None else pairs
     rank = {key: i for i, key in enumerate(zip(*(pairs[c] for c in _PAIR_KEYS), strict=True))}
     rows["_pair"] = [rank.get(key, len(rank)) for key in
                      zip(rows["group_type"], rows["gt_group"].astype(int), rows["pred_group"].astype(int),
@@ -152,10 +152,18 @@ def document_boxes(counted: Counted, doc_id: str) -> pd.DataFrame:
     one); ``confidence`` is the prediction's. Entities without a box are left out; the
     table is empty when neither side carries locations.
     """
-    table = _alignment(counted, doc_id)
-    numbers = pair_numbers(group_pairs(counted, doc_id))
-    pair = np.array([numbers.get((t, int(g), int(p)), 0) for t, g, p in
-                     zip(table["group_type"], table["gt_group"], table["pred_group"], strict=True)], np.int64)
+    return document_view_tables(counted, doc_id)[0]
+
+
+def document_view_tables(counted: Counted, doc_id: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`document_boxes` and :func:`document_alignment` with the ``pair`` number of
+    every row, from one alignment of the document (the view draws the first and lists the
+    second beside it)."""
+    pairs = group_pairs(counted, doc_id)
+    table = _alignment(counted, doc_id, pairs)
+    numbers = pair_numbers(pairs)
+    keys = zip(table["group_type"], table["gt_group"].tolist(), table["pred_group"].tolist(), strict=True)
+    pair = np.fromiter((numbers.get(k, 0) for k in keys), np.int64, len(table))
     frames = []
     for side, entities, rows, value in (("gt", counted.gt_entities, table["gt_row"], "gt_value"),
                                         ("pred", counted.pred_entities, table["pred_row"], "pred_value")):
@@ -163,10 +171,9 @@ def document_boxes(counted: Counted, doc_id: str) -> pd.DataFrame:
             continue
         rows = rows.to_numpy(np.int64)
         has = rows >= 0
-        located = entities[list(LOCATION_COLUMNS)].to_numpy(np.float64)[rows[has]]
-        status = table["status"].to_numpy(object)[has]
+        located = np.column_stack([entities[c].to_numpy(np.float64)[rows[has]] for c in LOCATION_COLUMNS])
         frames.append(pd.DataFrame({
-            "row": np.flatnonzero(has), "side": side, "status": status,
+            "row": np.flatnonzero(has), "side": side, "status": table["status"].to_numpy(object)[has],
             "entity_type": table["entity_type"].to_numpy(object)[has],
             "value": table[value].to_numpy(object)[has],
             "confidence": table["confidence"].to_numpy(np.float64)[has],
@@ -174,7 +181,8 @@ def document_boxes(counted: Counted, doc_id: str) -> pd.DataFrame:
         }))
     boxes = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=BOX_COLUMNS)
     boxes = boxes[boxes[["x0", "y0", "x1", "y1"]].notna().all(axis=1)] if len(boxes) else boxes
-    return boxes[BOX_COLUMNS].reset_index(drop=True)
+    alignment = table.drop(columns=["gt_row", "pred_row"]).assign(pair=pair)
+    return boxes[BOX_COLUMNS].reset_index(drop=True), alignment
 
 
 def differences(gt: str, pred: str) -> list[tuple[str, str, str]]:

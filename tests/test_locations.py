@@ -129,7 +129,7 @@ def test_funsd_groups_linked_questions_and_answers():
     assert ds.format == "funsd" and ds.doc_ids == ("82092117",)
     e = ds.entities
     assert e[["group_type", "group", "entity_type", "value"]].values.tolist() == [
-        ["", -1, "header", "FAX"], ["qa", 0, "question", "TO:"], ["qa", 0, "answer", "Bob"],
+        ["", -1, "header", "FAX"], ["qa", 0, "qa.question", "TO:"], ["qa", 0, "qa.answer", "Bob"],
         ["", -1, "question", "DATE:"]]
     assert e[["x0", "y0", "x1", "y1"]].values.tolist()[2] == [40, 30, 60, 40]
 

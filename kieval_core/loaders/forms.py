@@ -3,7 +3,8 @@
 **FUNSD** (``{"form": [{"id", "label", "text", "box", "linking"}, ...]}``): every item with
 text is an entity whose type is its label (``question``, ``answer``, ``header``,
 ``other``) and whose box is ``box``. A question and the answers it links to form one
-group of type ``qa`` (linked items joined transitively); headers and unlinked items are
+group of type ``qa`` (linked items joined transitively; their types ``qa.question`` and
+``qa.answer``, as nested JSON names a group's fields); headers and unlinked items are
 non-group.
 
 **DocILE** (``{"field_extractions": [...], "line_item_extractions": [...]}``): a field
@@ -91,10 +92,11 @@ def add_funsd(content: Any, doc_id: str, where: str, source: str, builder: Datas
             continue
         key = root(item["id"]) if item.get("id") in parent else None
         group = ("qa", str(key)) if key in grouped else ("", "")
-        location = _location(item, "box", builder, doc_id, label, 1)
+        entity_type = f"qa.{label}" if group[0] else label
+        location = _location(item, "box", builder, doc_id, entity_type, 1)
         if location is not None:
             locations[len(rows)] = location
-        rows.append((*group, label, text, _NAN))
+        rows.append((*group, entity_type, text, _NAN))
     builder.add(doc_id, where, rows, None, None, locations)
 
 
