@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from .errors import KievalInputError, KievalOptionError
@@ -58,8 +59,7 @@ class Accumulator:
         self.name = name
         self.normalizer = normalizer or Normalizer()
         self.metrics = resolve_families(metrics)
-        self.load_options = LoadOptions(format="json", key=load_options.key, aliases=load_options.aliases,
-                                        meta=load_options.meta, max_bytes=load_options.max_bytes)
+        self.load_options = replace(load_options, format="json")  # what compute() reads
         self.peer_options = peer_options
         self.reset()
 
