@@ -10,7 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kieval_core import DecisionOptions, KievalInputError, KievalOptionError, evaluate, render_report
+from kieval_core import (
+    DecisionOptions,
+    KievalInputError,
+    KievalOptionError,
+    LoadOptions,
+    evaluate,
+    render_report,
+)
 from kieval_core.accumulator import Accumulator
 
 DECISIONS = DecisionOptions(target=0.8, resamples=20)
@@ -46,7 +53,7 @@ def _evaluate_files(tmp_path, ids, gt_docs, pred_docs, **options):
     return evaluate(gt_file, {"model": pred_file}, **options)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(ROOT, ROOT), min_size=1, max_size=5), st.integers(1, 3), st.booleans())
 def test_compute_equals_evaluate_on_the_same_documents(tmp_path_factory, pairs, batch, named):
     tmp_path = tmp_path_factory.mktemp("acc")
@@ -94,6 +101,16 @@ def test_a_worked_receipt_and_numpy_numbers():
     assert model.corrections.substitution == 1 and model.group.tp == 1
     assert model.doc_ids == ("r1",)
     assert model.review.confidence.max() == 1.0 and 0.5 in model.review.confidence
+
+
+def test_reading_options_apply_to_the_documents():
+    options = LoadOptions(format="jsonl", aliases=(("subtotal", "sub_total"),), meta=("split",))
+    acc = Accumulator(load_options=options)
+    acc.update({"sub_total": "5", "split": "val"}, {"subtotal": "5", "split": "val"}, doc_ids="a")
+    model = acc.compute().models["model"]
+    assert acc.load_options.format == "json" and acc.load_options.limits == options.limits
+    assert model.entity.tp == 1 and model.entity.fp == 0  # renamed, and the metadata key is not scored
+    assert model.slice_labels("split").tolist() == ["val"]
 
 
 def test_reset_and_the_peer_families():
