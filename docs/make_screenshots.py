@@ -2,11 +2,13 @@
 
     python docs/make_screenshots.py [--out docs/screenshots] [--width 1400]
         [--gt FILE --pred FILE ... [--images FILE]] [--meta KEY] [--prefix NAME] [--view]
+        [--review documents]
 
 Starts ``streamlit run app.py`` on a free port, opens each page (on the built-in sample,
 or after uploading ``--gt`` and ``--pred`` files), waits until the app is idle, and
 saves one PNG per page (the full page up to 3,400 px, in 256 colours). ``--view`` also
-saves the Documents page's document view alone (``<prefix>document_view.png``).
+saves the Documents page's document view alone (``<prefix>document_view.png``);
+``--review documents`` shows the Automation page reviewing whole documents.
 """
 
 from __future__ import annotations
@@ -111,6 +113,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--prefix", default="")
     parser.add_argument("--images", type=Path)
     parser.add_argument("--view", action="store_true")
+    parser.add_argument("--review", choices=["predictions", "documents"], default="predictions")
     args = parser.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
@@ -129,6 +132,9 @@ def main(argv: list[str] | None = None) -> None:
             page.set_viewport_size({"width": args.width, "height": 900})
             page.get_by_test_id("stSidebarNav").get_by_role("link", name=title).click()
             wait_idle(page)
+            if name == "automation" and args.review == "documents":
+                page.locator(".st-key-auto_review").get_by_text("whole documents").click()
+                wait_idle(page)
             target = out / f"{args.prefix}{name}.png"
             if name == "documents" and args.view:
                 view = out / f"{args.prefix}document_view.png"
