@@ -153,7 +153,7 @@ meta_keys = [k for k in (model.meta.columns if model.meta is not None else [])]
 MODES = ["accuracy", "automation", "budget", "threshold"]
 REVIEWS = {"predictions": "single predictions", "documents": "whole documents"}
 SCOPES = {"one": "one τ for every field", "field": "one τ per field"}
-SCOPES.update({f"slice:{k}": f"one τ per {md(k)}" for k in meta_keys})
+SCOPES.update({f"slice:{k}": f"one τ per {k}" for k in meta_keys})  # options are plain text
 st.session_state.setdefault("auto_mode", MODES[0])
 st.session_state.setdefault("auto_review", "predictions")
 st.session_state.setdefault("auto_target", 0.95)

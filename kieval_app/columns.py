@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
+from pandas.api.types import is_numeric_dtype
 
 from kieval_core import EvaluationResult
 
 from .overview import is_count, reported_metrics
+from .text import md
 
 PERCENT_FORMAT = "%.2f%%"
 
@@ -161,7 +163,10 @@ def metric_table(result: EvaluationResult, table: pd.DataFrame) -> tuple[pd.Data
 
 def metric_styler(result: EvaluationResult, table: pd.DataFrame):
     """A small metric table as a static HTML table (``st.table``): percentages with two
-    decimals, counts with separators, blank where a metric is not defined."""
+    decimals, counts with separators, blank where a metric is not defined. ``st.table``
+    renders its cells as markdown, so text cells (the model names) are escaped."""
     metrics = [m for m in reported_metrics(result) if m.label in table.columns]
     formats = {m.label: ("{:,.0f}" if is_count(m, table) else (lambda v: f"{100 * v:.2f}%")) for m in metrics}
-    return table.reset_index().style.format(formats, na_rep="").hide(axis="index")
+    frame = table.reset_index()
+    formats.update({c: md for c in frame.columns if c not in formats and not is_numeric_dtype(frame[c])})
+    return frame.style.format(formats, na_rep="").hide(axis="index")

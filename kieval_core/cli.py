@@ -339,9 +339,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     # the store is found (or the missing extra named) before the work starts
     tracker = MlflowTarget.open(args.mlflow or None) if args.mlflow is not None else None
     with OutputSet() as outputs:  # every output is staged before the work starts, then committed together
-        json_out = outputs.add(StagedFile(args.json, "--json")) if args.json else None
-        csv_out = outputs.add(StagedFile(args.errors_csv, "--errors-csv")) if args.errors_csv else None
-        run = outputs.add(RunStage(args.save_run, force=args.force)) if args.save_run else None
+        json_out = outputs.add(lambda: StagedFile(args.json, "--json")) if args.json else None
+        csv_out = outputs.add(lambda: StagedFile(args.errors_csv, "--errors-csv")) if args.errors_csv \
+            else None
+        run = outputs.add(lambda: RunStage(args.save_run, force=args.force)) if args.save_run else None
         if run is not None and args.engine == "dask":
             engine["run_dir"] = run.path
         progress = _Progress()

@@ -96,8 +96,12 @@ class OutputSet:
     def __init__(self) -> None:
         self.items: list = []
 
-    def add(self, item):
-        self.items.append(item)
+    def add(self, make):
+        """Stage the output ``make()`` creates (a signal cannot fall between its creation
+        and its registration, which would leave it behind)."""
+        with signals_deferred():
+            item = make()
+            self.items.append(item)
         return item
 
     def commit(self) -> None:

@@ -3,6 +3,7 @@ save directory's rules, a lock between two saves, and the bootstrap bound."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import signal
@@ -11,10 +12,11 @@ from pathlib import Path
 import pytest
 from conftest import SAMPLE_DATA
 
-from kieval_core import cli, outputs, runs
+from kieval_core import outputs, report, runs, safe_text
 from kieval_core.cli import main
 from kieval_core.runs import RunStage, load_run
 
+evaluate_module = importlib.import_module("kieval_core.evaluate")  # the package's `evaluate` is the function
 GT = str(SAMPLE_DATA / "cord_v2_gt.jsonl")
 MODELS = [str(SAMPLE_DATA / f"{name}.jsonl") for name in ("sim_strong", "sim_weak", "sim_llm")]
 
@@ -71,7 +73,7 @@ def test_outputs_that_cannot_be_written_are_found_before_the_work(tmp_path, caps
     def no_evaluation(*args, **kwargs):
         raise AssertionError("the evaluation started")
 
-    monkeypatch.setattr(cli, "evaluate", no_evaluation)
+    monkeypatch.setattr(evaluate_module, "evaluate", no_evaluation)
     for option, bad in (("--errors-csv", tmp_path / "missing" / "e.csv"), ("--json", tmp_path),
                         ("--errors-csv", tmp_path / "r.json" / "e.csv")):
         args = run_args(tmp_path, MODELS[0])
@@ -97,10 +99,10 @@ def _signal_self(signum: int):
 
 POINTS = {
     # where the signal arrives: the function it is sent from (module, name), and on which call
-    "reading": (cli, "evaluate", 1),
-    "report": (cli, "render_report", 1),
+    "reading": (evaluate_module, "evaluate", 1),  # the CLI imports them when it runs
+    "report": (report, "render_report", 1),
     "run tables": (runs, "save_detail", 1),
-    "errors csv": (cli, "csv_text", 1),
+    "errors csv": (safe_text, "csv_text", 1),
     "committing": (outputs.StagedFile, "commit", 1),
 }
 
@@ -166,8 +168,8 @@ def test_signals_are_held_back_while_outputs_are_put_in_place(tmp_path):
             pytest.MonkeyPatch.context() as patch:
         patch.setattr(outputs.StagedFile, "commit", commit)
         with outputs.OutputSet() as staged:
-            staged.add(first)
-            staged.add(second)
+            staged.add(lambda: first)
+            staged.add(lambda: second)
             staged.commit()
     assert stopped.value.exit_code == 143
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]

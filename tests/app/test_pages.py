@@ -14,7 +14,7 @@ import pytest
 from streamlit import config as st_config
 from streamlit.testing.v1 import AppTest
 
-from kieval_app.text import number, pct
+from kieval_app.text import WORD_JOINER, number, pct
 from kieval_core import LoadOptions, evaluate, load
 from kieval_core.review import recommend, recommend_for_automation, recommend_for_budget, review_at
 
@@ -45,7 +45,8 @@ def expand(at: AppTest, key: str) -> AppTest:
 
 
 def unescape(text: str) -> str:
-    return re.sub(r"\\(.)", r"\1", text)
+    """Text as shown: escapes resolved, the invisible joiners that break autolinks dropped."""
+    return re.sub(r"\\(.)", r"\1", text).replace(WORD_JOINER, "")
 
 
 def charts(at: AppTest) -> int:
