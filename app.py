@@ -49,5 +49,10 @@ with model_slot:
     sidebar.render_data_summary(ws)
     background = st.empty()
 
-page.run()
-session.finish_background(ws, background)
+try:
+    page.run()
+    session.finish_background(ws, background)
+finally:
+    # Streamlit keeps the last run's script module (as __main__) until the next run of any
+    # session: a workspace left in its globals would outlive a closed tab.
+    del ws

@@ -100,12 +100,14 @@ def read_dataset(store: Store, source: Source, options: AppOptions, role: str) -
 
 
 def admit_upload(store: Store, session: str, sources: Sources, source: Source, options: AppOptions) -> None:
-    """Refuse an upload the session cannot hold: its bytes, what reading it takes and what
-    the session holds already (its uploads, its results) above the session limit
+    """Refuse an upload beyond the limits before it is read: the file's own (size,
+    uncompressed bytes, rows, memory), then the session's: its bytes, what reading it takes
+    and what the session holds already (its uploads, its results) above the session limit
     (:class:`~kieval_core.limits.LimitExceeded`). The server's budget is checked when the
     file is read (:meth:`Store.reserve`)."""
     limits = options.limits
-    held = store.held_bytes(session) + sources.size + source.size + load_estimate(source.data, source.name)
+    cost = load_estimate(source.data, source.name, limits)  # the file's own limits first
+    held = store.held_bytes(session) + sources.size + source.size + cost
     limits.check("session_mb", held, source.name, "held by this session with it")
 
 

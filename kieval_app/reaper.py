@@ -7,11 +7,12 @@ disconnects. On a quiet server the memory of a closed tab therefore stayed until
 visitor left (issue 22, finding 3: 1,920 MiB held after 155 s idle).
 
 The :class:`Reaper` checks every ``every`` seconds which registered sessions are no longer
-connected; a session disconnected for ``grace`` seconds is closed for good (its state is
-dropped, as Streamlit would after its TTL), the store releases what it held and the freed
-memory is returned to the operating system. A browser that comes back within ``grace``
-finds its session as it was; later, it starts a new one (the page says so, and offers to
-reopen a saved run).
+connected; a session disconnected for ``grace`` seconds is closed for good: its files and
+results are dropped from its state (Streamlit's runtime loop may keep a closed session's
+object until another session comes or goes), Streamlit closes it as it would after its
+TTL, the store releases what it held, and at the next check the freed memory is returned
+to the operating system. A browser that comes back within ``grace`` finds its session as
+it was; later, it starts a new one (the page says so, and offers to reopen a saved run).
 
 Streamlit's ``Runtime.close_session`` must run on the server's event loop; the reaper
 hands it over with ``call_soon_threadsafe`` (the loop is reached through the runtime's
@@ -48,13 +49,15 @@ class Reaper:
         self.every = every
         self.clock = clock
         self._lock = threading.Lock()
-        self._sessions: dict[str, str] = {}  # Streamlit's session id -> the store's
+        self._sessions: dict[str, tuple[str, Callable[[], None]]] = {}  # Streamlit's id -> (store's, forget)
         self._gone_since: dict[str, float] = {}
         self._thread: threading.Thread | None = None
+        self._trim_next = False
 
-    def register(self, streamlit_id: str, store_id: str) -> None:
+    def register(self, streamlit_id: str, store_id: str, forget: Callable[[], None] = lambda: None) -> None:
+        """A session to watch: its id in Streamlit and in the store, and how to drop its state."""
         with self._lock:
-            self._sessions[streamlit_id] = store_id
+            self._sessions[streamlit_id] = (store_id, forget)
             self._gone_since.pop(streamlit_id, None)
 
     def sweep(self) -> list[str]:
@@ -62,20 +65,21 @@ class Reaper:
         now = self.clock()
         closed = []
         with self._lock:
-            for streamlit_id, store_id in list(self._sessions.items()):
+            for streamlit_id, held in list(self._sessions.items()):
                 if self.runtime.is_active_session(streamlit_id):
                     self._gone_since.pop(streamlit_id, None)
                     continue
                 since = self._gone_since.setdefault(streamlit_id, now)
                 if now - since >= self.grace:
                     del self._sessions[streamlit_id], self._gone_since[streamlit_id]
-                    closed.append((streamlit_id, store_id))
-        for streamlit_id, store_id in closed:
+                    closed.append((streamlit_id, held))
+        if self._trim_next:  # the sessions closed at the last check are gone by now
+            self.store.trim()
+        for streamlit_id, (store_id, forget) in closed:
+            forget()  # Streamlit may keep a closed session's object a while (a loop's variable)
             self.on_loop(lambda sid=streamlit_id: self.runtime.close_session(sid))
             self.store.release_session(store_id)
-        if closed:
-            # the session state goes on the event loop: free once it has gone
-            threading.Timer(1.0, self.store.trim).start()
+        self._trim_next = bool(closed)
         return [s for s, _ in closed]
 
     def start(self) -> Reaper:

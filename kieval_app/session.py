@@ -33,6 +33,8 @@ pages. Every key is fixed: none grows with the data.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import time
 import uuid
@@ -85,7 +87,7 @@ def session_id() -> str:
     context = get_script_run_ctx()
     timer = reaper()
     if context is not None and timer is not None:
-        timer.register(context.session_id, session)
+        timer.register(context.session_id, session, functools.partial(_forget, context.session_state))
     return session
 
 
@@ -98,6 +100,17 @@ def directory_images() -> Source | None:
         return None
     files = directory_files(directory, compute.image_limits())
     return Source.of(*zipped(Path(directory).name, files))
+
+
+def _forget(state) -> None:
+    """Drop a closed session's files and results from its state (the reaper calls it),
+    widget values too (an uploader's last files): Streamlit's ``SessionState.clear``."""
+    for key in (SOURCES, PENDING, REFUSED, MESSAGES, WORKSPACE):
+        with contextlib.suppress(KeyError):
+            del state[key]
+    inner = getattr(state, "_state", None)  # Streamlit 1.67's SafeSessionState wraps it
+    with contextlib.suppress(AttributeError):
+        inner.clear()
 
 
 def runs_dir() -> Path:

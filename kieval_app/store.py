@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 #: Default byte budget of entries no session holds (``KIEVAL_IDLE_CACHE_MB`` overrides).
-IDLE_BYTES = 256 * 2**20
+IDLE_BYTES = 64 * 2**20
 MIB = 2**20
 
 

@@ -91,6 +91,15 @@ def machine_memory_mb() -> float:
     return total / MIB
 
 
+def session_default(memory_mb: float) -> float:
+    """The dashboard's default session limit: a quarter of the memory budget, at least 256 MiB.
+
+    >>> session_default(1500)
+    375.0
+    """
+    return float(max(256, memory_mb // 4))
+
+
 #: Share of the machine's memory a process may use by default, per context.
 MEMORY_SHARE = {"cli": 0.8, "app": 0.5}
 
@@ -131,7 +140,7 @@ class Limits:
             return cls(file_mb=1024.0, uncompressed_mb=4096.0, zip_ratio=200.0, rows=10_000_000,
                        session_mb=float(memory), memory_mb=float(memory))
         return cls(file_mb=200.0, uncompressed_mb=512.0, zip_ratio=200.0, rows=5_000_000,
-                   session_mb=float(max(256, memory // 4)), memory_mb=float(memory))
+                   session_mb=session_default(memory), memory_mb=float(memory))
 
     @classmethod
     def from_env(cls, context: str = "cli", environ: Mapping[str, str] | None = None,
@@ -150,6 +159,9 @@ class Limits:
         if unknown:
             msg = f"unknown limit(s) {', '.join(sorted(unknown))}"
             raise KievalOptionError(msg)
+        session_given = environ.get(SPECS["session_mb"].env, "").strip() or overrides.get("session_mb")
+        if context == "app" and not session_given:  # a share of the budget in force
+            values["session_mb"] = session_default(values["memory_mb"])
         whole = ("rows", "image_pixels", "pdf_pages")
         return cls(**{k: (int(v) if k in whole else float(v)) for k, v in values.items()})
 

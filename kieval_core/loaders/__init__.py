@@ -20,7 +20,6 @@ from pathlib import Path, PurePath
 from typing import Any
 
 import orjson
-import pyarrow.parquet as pq
 
 from ..errors import KievalInputError, KievalOptionError
 from ..gcpause import cycle_collector_paused
@@ -42,7 +41,7 @@ from .jsontext import (
 from .kieval_csv import read_kieval_csv
 from .lists import list_rows
 from .nested import NestedReader, doc_id_of, reference_numbers
-from .table import DELIMITERS, read_table
+from .table import DELIMITERS, check_footer, parquet_footer, read_table
 
 _IOB2_SUFFIXES = (".bio", ".bioes", ".iob", ".iob2")
 #: Most files a directory or zip may hold.
@@ -337,14 +336,11 @@ def load_bytes(data: bytes, source: str, options: LoadOptions = LoadOptions(),
                name: str | None = None, *, keep_structures: bool = True) -> Dataset:
     """Read one uploaded file; a ``.zip`` is read as a directory of per-document files."""
     name = name or PurePath(source).stem
-    options.check_size(len(data), source)
+    load_estimate(data, source, options.limits)  # every limit checked before anything is read
     if source.lower().endswith(".zip"):
         members, skipped = _zip_members(data, source, options)
         return load_files(members, source, options, name, keep_structures=keep_structures, skipped=skipped)
     suffix = PurePath(source).suffix.lower()
-    if suffix != ".parquet":  # a Parquet file is checked on its footer (loaders.table)
-        options.limits.check("uncompressed_mb", len(data), source, "of text")
-        options.limits.check_memory(load_cost(len(data)), source)
     fmt = options.format if options.format != "auto" else detect_file_format(data, suffix, source)
     reader = READERS[fmt]
     if reader.read_file is None:
@@ -357,26 +353,47 @@ def load_bytes(data: bytes, source: str, options: LoadOptions = LoadOptions(),
     return builder.build()
 
 
-def load_estimate(data: bytes, source: str) -> int:
+def load_estimate(data: bytes, source: str, limits: Limits | None = None) -> int:
     """Estimated peak memory of :func:`load_bytes` on ``data`` (:func:`~kieval_core.limits.load_cost`),
     from what the file says about itself and without reading it: a zip's declared member
     sizes (never more than its caps let through), a Parquet footer's rows and bytes.
+
+    With ``limits``, the file is checked against them on the way (:class:`LimitExceeded`,
+    or :class:`KievalInputError` for a zip or Parquet file that cannot be opened): the
+    checks :func:`load_bytes` makes before it reads anything.
 
     >>> load_estimate(b"x" * 1000, "a.jsonl")
     5000
     """
     suffix = PurePath(source).suffix.lower()
+    if limits is not None:
+        limits.check("file_mb", len(data), source, "on disk")
     try:
         if suffix == ".zip":
-            with zipfile.ZipFile(io.BytesIO(data)) as archive:
-                return load_cost(sum(m.file_size for m in archive.infolist()))
-        if suffix == ".parquet":
-            footer = pq.ParquetFile(io.BytesIO(data)).metadata
-            size = sum(footer.row_group(i).total_byte_size for i in range(footer.num_row_groups))
-            return load_cost(size, footer.num_rows)
-    except Exception:  # an unreadable file: read (and refused) as it is, at its own size
-        return load_cost(len(data))
-    return load_cost(len(data))
+            try:
+                with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                    declared = sum(m.file_size for m in archive.infolist())
+            except (zipfile.BadZipFile, OSError, RuntimeError, EOFError) as exc:
+                raise KievalInputError(source, None, f"not a readable zip archive ({exc})") from None
+            if limits is not None:
+                limits.check("uncompressed_mb", declared, source, "uncompressed")
+            cost = load_cost(declared)
+        elif suffix == ".parquet":
+            _, rows, uncompressed = parquet_footer(data, source)
+            if limits is not None:
+                check_footer(rows, uncompressed, source, limits)
+            cost = load_cost(uncompressed, rows)
+        else:
+            if limits is not None:
+                limits.check("uncompressed_mb", len(data), source, "of text")
+            cost = load_cost(len(data))
+    except KievalInputError:
+        if limits is not None:
+            raise
+        cost = load_cost(len(data))  # without limits: an estimate, whatever the file is
+    if limits is not None:
+        limits.check_memory(cost, source)
+    return cost
 
 
 def load_files(files: Mapping[str, bytes], source: str, options: LoadOptions, name: str, *,
@@ -462,10 +479,7 @@ def _zip_members(data: bytes, source: str, options: LoadOptions) -> tuple[dict[s
         members = [m for m in archive.infolist() if not m.is_dir()]
         if len(members) > MAX_FILES:
             raise KievalInputError(source, None, f"{len(members)} files; at most {MAX_FILES} are read")
-        declared = sum(m.file_size for m in members)
-        limits.check("uncompressed_mb", declared, source, "uncompressed")
-        limits.check_memory(load_cost(declared), source)
-        cap = _Cap.of(limits, source)
+        cap = _Cap.of(limits, source)  # the declared sizes were checked (load_estimate)
         files: dict[str, bytes] = {}
         paths: dict[str, str] = {}
         skipped: list[str] = []

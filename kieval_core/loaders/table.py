@@ -66,20 +66,33 @@ def read_table(data: bytes, source: str, suffix: str, builder: DatasetBuilder,
     builder.meta.update(meta)
 
 
-def read_parquet(data: bytes, source: str, limits: Limits) -> pa.Table:
-    """A Parquet long table, after its footer was checked: rows and uncompressed bytes
-    within ``limits``, every column of a flat type (text, numbers, booleans; binary
-    columns are read as UTF-8 text). Nothing is read before the checks pass."""
+def parquet_footer(data: bytes, source: str) -> tuple[pq.ParquetFile, int, int]:
+    """A Parquet file opened on its footer only: the file, its rows and its uncompressed bytes."""
     try:
         file = pq.ParquetFile(io.BytesIO(data))
         footer = file.metadata
         uncompressed = sum(footer.row_group(i).total_byte_size for i in range(footer.num_row_groups))
-        schema = file.schema_arrow
     except Exception as exc:  # pyarrow raises many types for corrupt files
         raise KievalInputError(source, None, f"not a readable Parquet file ({exc})") from None
-    limits.check("rows", footer.num_rows, source, "in the footer")
+    return file, footer.num_rows, uncompressed
+
+
+def check_footer(rows: int, uncompressed: int, source: str, limits: Limits) -> int:
+    """Refuse a Parquet file whose footer exceeds ``limits``; its estimated cost otherwise."""
+    limits.check("rows", rows, source, "in the footer")
     limits.check("uncompressed_mb", uncompressed, source, "uncompressed (from the footer)")
-    limits.check_memory(load_cost(uncompressed, footer.num_rows), source)
+    cost = load_cost(uncompressed, rows)
+    limits.check_memory(cost, source)
+    return cost
+
+
+def read_parquet(data: bytes, source: str, limits: Limits) -> pa.Table:
+    """A Parquet long table, after its footer was checked: rows and uncompressed bytes
+    within ``limits``, every column of a flat type (text, numbers, booleans; binary
+    columns are read as UTF-8 text). Nothing is read before the checks pass."""
+    file, rows, uncompressed = parquet_footer(data, source)
+    check_footer(rows, uncompressed, source, limits)
+    schema = file.schema_arrow
     for field in schema:
         kind = field.type
         if pa.types.is_dictionary(kind):

@@ -88,7 +88,8 @@ def test_a_closed_tab_is_released_by_the_timer_after_its_grace():
     store, runtime, now = Store(idle_bytes=0), FakeRuntime(), [0.0]
     reaper = Reaper(store, runtime, lambda call: call(), grace=30, clock=lambda: now[0])
     runtime.active = {"tab1", "tab2"}
-    reaper.register("tab1", "s1")
+    forgotten = []
+    reaper.register("tab1", "s1", lambda: forgotten.append("tab1"))
     reaper.register("tab2", "s2")
     store.hold("s1", ["result"])
     store.put("result", b"x" * 1000)
@@ -102,7 +103,7 @@ def test_a_closed_tab_is_released_by_the_timer_after_its_grace():
     now[0] = 25.0
     assert reaper.sweep() == []
     now[0] = 55.0
-    assert reaper.sweep() == ["tab1"] and runtime.closed == ["tab1"]
+    assert reaper.sweep() == ["tab1"] and runtime.closed == ["tab1"] and forgotten == ["tab1"]
     assert store.peek("result") is None  # released, not held until the next visitor
     assert store.stats()["sessions"] == 0
     now[0] = 200.0

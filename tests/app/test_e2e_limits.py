@@ -1,0 +1,195 @@
+"""Issue 22's server-side findings, in a real server with a real browser (Playwright and
+Debian's Chromium), as they were seen: a 1 MB zip bomb uploaded as a ground truth took
+the server to 6 GiB (finding 1), a 174 KB Parquet file of 20M rows to 7 GiB (finding 2),
+and a closed tab's memory stayed until another visitor left (finding 3).
+
+The server runs with a memory budget of 1,500 MiB (``KIEVAL_MEMORY_BUDGET_MB``); its
+resident memory is sampled from ``/proc`` while the browser works.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import zipfile
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from kieval_app.headless import CHROMIUM_ARGS, free_port, server_log, stop, wait_healthy
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+TIMEOUT_MS = 120_000
+GT_BOX = '[class*="st-key-upload_gt_"]'
+MIB = 2**20
+
+
+def _rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS")) / 1024
+
+
+class Server:
+    def __init__(self, url: str, process: subprocess.Popen) -> None:
+        self.url, self.process = url, process
+
+    def rss(self) -> float:
+        return _rss_mib(self.process.pid)
+
+    @contextlib.contextmanager
+    def peak(self):
+        """The largest resident memory while the block runs (sampled every 0.1 s)."""
+        found = {"peak": self.rss()}
+        done = threading.Event()
+
+        def sample():
+            while not done.is_set():
+                found["peak"] = max(found["peak"], self.rss())
+                time.sleep(0.1)
+
+        thread = threading.Thread(target=sample, daemon=True)
+        thread.start()
+        try:
+            yield found
+        finally:
+            done.set()
+            thread.join()
+            found["peak"] = max(found["peak"], self.rss())
+
+
+@pytest.fixture(scope="module")
+def server():
+    if not CHROMIUM.exists():
+        if os.environ.get("CI"):
+            pytest.fail("Debian chromium is not installed at /usr/bin/chromium")
+        pytest.skip("Debian chromium is not installed at /usr/bin/chromium")
+    port = free_port()
+    env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", "KIEVAL_MEMORY_BUDGET_MB": "1500"}
+    log = server_log()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        wait_healthy(url, process, log=log)
+        yield Server(url, process)
+    finally:
+        stop(process)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def _idle(page) -> None:
+    page.wait_for_function(
+        """() => {
+            const app = document.querySelector('[data-testid="stApp"]');
+            return app && app.getAttribute('data-test-script-state') === 'notRunning';
+        }""",
+        timeout=TIMEOUT_MS,
+    )
+    page.wait_for_timeout(500)
+
+
+def _open(browser, server: Server):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(server.url)
+    page.get_by_role("heading", name="KIEval Workbench").wait_for()
+    _idle(page)
+    return context, page
+
+
+def _upload_gt(page, path: Path) -> None:
+    page.locator(GT_BOX).locator("input[type=file]").set_input_files(str(path))
+    page.wait_for_timeout(1000)
+    _idle(page)
+
+
+def _alerts(page) -> str:
+    return " | ".join(a.inner_text() for a in page.get_by_test_id("stAlert").all())
+
+
+def test_a_zip_bomb_upload_is_refused_without_the_memory(server, browser, tmp_path):
+    """Finding 1: a 1 MB zip of one 1000 MiB member; the server's RSS went 304 -> 6,237 MiB."""
+    bomb = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive, archive.open("d0.json", "w") as member:
+        for _ in range(1000):
+            member.write(b" " * MIB)
+    context, page = _open(browser, server)
+    with server.peak() as rss:
+        start = rss["peak"]
+        _upload_gt(page, bomb)
+    shown = _alerts(page)
+    context.close()
+    assert "bomb.zip: 1,000 MiB uncompressed is above the limit of 512 MiB" in shown, shown
+    assert "KIEVAL_MAX_UNCOMPRESSED_MB" in shown
+    assert rss["peak"] - start < 100, rss  # the upload's own bytes, not its inflation
+
+
+def test_a_small_parquet_of_20m_rows_is_refused_from_its_footer(server, browser, tmp_path):
+    """Finding 2: 174 KB, 20M dictionary-encoded rows; peak 6,977 MiB, 5,053 MiB held after."""
+    path = tmp_path / "rows.parquet"
+    column = pa.DictionaryArray.from_arrays(pa.array([0] * 20_000_000, pa.int32()), pa.array(["x"]))
+    pq.write_table(pa.table({"doc_id": column, "entity": column, "value": column}), path)
+    del column
+    context, page = _open(browser, server)
+    with server.peak() as rss:
+        start = rss["peak"]
+        _upload_gt(page, path)
+    shown = _alerts(page)
+    context.close()
+    assert "rows.parquet: 20,000,000 rows in the footer is above the limit of 5,000,000 rows" in shown, shown
+    assert rss["peak"] - start < 100, rss
+
+
+def _ground_truth(path: Path, megabytes: int) -> Path:
+    lines = (ROOT / "sample_data" / "cord_v2_gt.jsonl").read_text("utf-8").splitlines()
+    records = [json.loads(line) for line in lines]
+    with path.open("w", encoding="utf-8") as out:
+        copy = 0
+        while out.tell() < megabytes * 1_000_000:
+            for record in records:
+                out.write(json.dumps({**record, "doc_id": f"{copy}_{record['doc_id']}"}) + "\n")
+            copy += 1
+    return path
+
+
+def test_a_closed_tab_releases_its_memory_within_a_minute(server, browser, tmp_path):
+    """Finding 3: 6 closed tabs of 51 MB each held 1,920 MiB (from 310) after 155 s idle,
+    until another visitor left. Here nobody else comes or goes."""
+    gt = _ground_truth(tmp_path / "big_gt.jsonl", 30)
+    time.sleep(5)
+    before = server.rss()
+    context, page = _open(browser, server)
+    _upload_gt(page, gt)
+    assert "big_gt.jsonl: loaded as the ground truth" in _alerts(page), _alerts(page)
+    loaded = server.rss()
+    assert loaded - before > 100, (before, loaded)  # the upload and its dataset are held
+    context.close()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and server.rss() > before + 0.2 * (loaded - before):
+        time.sleep(2)
+    after = server.rss()
+    assert after <= before + 0.2 * (loaded - before), (before, loaded, after)
