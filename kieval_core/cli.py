@@ -500,10 +500,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INPUT
     except MemoryError:  # beyond the estimates of kieval_core.limits: still a limit, named
         budget = SPECS["memory_mb"]
-        print(f"error: out of memory (the memory budget is {_limits(args, 'cli').memory_mb:,.0f} MiB, "
-              f"the machine may have less free); split the input (--engine dask reads shards one at a "
-              f"time) or lower {budget.option} ({budget.env}) so inputs are refused before they are "
-              "read", file=sys.stderr)
+        _say(f"error: out of memory (the memory budget is {_limits(args, 'cli').memory_mb:,.0f} MiB, the "
+             f"machine may have less free); split the input (--engine dask reads shards one at a time) "
+             f"or lower {budget.option} ({budget.env}) so inputs are refused before they are read")
         return EXIT_INPUT
     except Exception as exc:  # the last line of defence: no traceback for users
         _say(f"internal error: {type(exc).__name__}: {exc}. Please report it with the input that caused it.")
