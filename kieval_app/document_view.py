@@ -92,7 +92,7 @@ def _hover(boxes: pd.DataFrame) -> list[str]:
 
 
 def document_figure(boxes: pd.DataFrame, page: int, image: Page | None, selected: int | None,
-                    height: int = 760) -> go.Figure:
+                    height: int | None = None) -> go.Figure:
     """Both panels of one page; ``selected`` is the row (of the values table) drawn bold.
 
     Every point of the click layer carries its row in ``customdata``: a click on a box
@@ -121,9 +121,9 @@ def document_figure(boxes: pd.DataFrame, page: int, image: Page | None, selected
         status = mine["status"].to_numpy(object)
         if image is None and len(mine):  # the layout view: each value written at its box
             traces.append({"type": "scatter", **axes, "x": c[:, 0], "y": (c[:, 1] + c[:, 3]) / 2,
-                           "mode": "text", "text": [plain(v, 40) for v in mine["value"]],
+                           "mode": "text", "text": [plain(v, 24) for v in mine["value"]],
                            "textposition": "middle right",
-                           "textfont": {"size": 10, "color": "#333333"}, "hoverinfo": "skip",
+                           "textfont": {"size": 9, "color": "#333333"}, "hoverinfo": "skip",
                            "showlegend": False})
         for name, (color, dash, label) in STATUS_STYLE.items():
             these = status == name
@@ -144,10 +144,12 @@ def document_figure(boxes: pd.DataFrame, page: int, image: Page | None, selected
         traces.append({  # the hover and click layer: one point per box, at its centre
             "type": "scatter", **axes, "x": (c[:, 0] + c[:, 2]) / 2, "y": (c[:, 1] + c[:, 3]) / 2,
             "mode": "markers", "name": f"{side} boxes", "showlegend": False, "customdata": rows,
-            "marker": {"size": 14, "symbol": "square", "opacity": 0.25,
+            "marker": {"size": 12, "symbol": "square", "opacity": 0.18,
                        "color": [STATUS_STYLE[s][0] for s in status]},
             "hovertext": _hover(mine), "hoverinfo": "text"})
     (x0, x1), (y0, y1) = _extent(_scaled(on_page, frame), frame)
+    if height is None:  # as tall as the opened region at a panel's width (~480 px at 1,440, ~270 at 1,024)
+        height = int(min(max(420 * (y1 - y0) / max(x1 - x0, 1e-9) + 70, 400), 900))
     axis = {"showgrid": False, "zeroline": False, "showticklabels": False, "constrain": "domain"}
     layout = base_layout(height, margin={"l": 0, "r": 0, "t": 30, "b": 0})
     layout.update(
