@@ -12,6 +12,7 @@ from conftest import SAMPLE_DATA
 
 from kieval_core import KievalInputError, LoadOptions, evaluate, load, load_bytes
 from kieval_core.cli import main
+from kieval_core.locations import LOCATION_KEYS
 from kieval_core.report import build_report
 from kieval_core.review import review_at
 
@@ -215,9 +216,10 @@ def test_gates_follow_direction(tmp_path, capsys):
 
 
 def _plain(node):
-    """The structure with scored leaves replaced by their values."""
+    """The structure with scored leaves (a value with a confidence and a location, SPEC 6.7)
+    replaced by their values."""
     if isinstance(node, dict):
-        if "value" in node and set(node) <= {"value", "confidence"}:
+        if "value" in node and set(node) <= {"value", "confidence", *LOCATION_KEYS}:
             return node["value"]
         return {k: _plain(v) for k, v in node.items()}
     if isinstance(node, list):
@@ -228,7 +230,8 @@ def _plain(node):
 def test_anls_star_agrees_with_the_package_by_default():
     gt_path, pred_path = SAMPLE_DATA / "cord_v2_gt.jsonl", SAMPLE_DATA / "sim_strong.jsonl"
     model = evaluate(gt_path, {"m": pred_path}, metrics=["anls_star"]).models["m"]
-    gt = {r["doc_id"]: r["gt_parse"] for r in map(json.loads, gt_path.read_text("utf-8").splitlines())}
+    gt_records = map(json.loads, gt_path.read_text("utf-8").splitlines())
+    gt = {r["doc_id"]: _plain(r["gt_parse"]) for r in gt_records}
     records = map(json.loads, pred_path.read_text("utf-8").splitlines())
     pred = {r["doc_id"]: _plain(r["prediction"]) for r in records}
     scores = [anls_score(gt[d], pred.get(d, {})) for d in sorted(gt)]
