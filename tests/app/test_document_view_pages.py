@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import io
 import json
-import zipfile
 
-import pypdfium2 as pdfium
 from PIL import Image
+from test_page_images import _pdf, _zip
 from test_pages import open_page, started, unescape, upload
 
 from kieval_app import document_view
@@ -20,23 +19,6 @@ from kieval_core.alignment import document_boxes
 def _png(width=400, height=300, mode="RGB") -> bytes:
     out = io.BytesIO()
     Image.new(mode, (width, height), "white" if mode == "RGB" else 0).save(out, "PNG")
-    return out.getvalue()
-
-
-def _pdf(pages: int) -> bytes:
-    document = pdfium.PdfDocument.new()
-    for _ in range(pages):
-        document.new_page(100, 100)
-    out = io.BytesIO()
-    document.save(out)
-    return out.getvalue()
-
-
-def _zip(files: dict[str, bytes]) -> bytes:
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
     return out.getvalue()
 
 
