@@ -77,6 +77,7 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def _evaluate_options(ev: argparse.ArgumentParser) -> None:
+    from .comparators import COMPARATORS
     from .consensus import CONFIDENCE_FROM
     from .decisions import MAX_RESAMPLES, REVIEW_CHOICES
     from .evaluate import ENGINES
@@ -106,6 +107,12 @@ def _evaluate_options(ev: argparse.ArgumentParser) -> None:
     score = ev.add_argument_group("scoring")
     score.add_argument("--normalize", default="default", metavar="OPTS",
                        help="value normaliser: default, or casefold and/or numbers (comma-separated)")
+    score.add_argument("--compare", action="append", default=[], metavar="TYPE=NAME",
+                       help="compare an entity type (a glob such as '*.price' allowed; repeatable) with "
+                            f"a comparator: {', '.join(COMPARATORS)} (default exact)")
+    score.add_argument("--near-miss", type=float, default=0.8, metavar="X",
+                       help="a substitution whose values have a normalised Levenshtein similarity of at "
+                            "least X is a near miss (default 0.8)")
     score.add_argument("--metrics", default="kieval", metavar="FAMILIES",
                        help=f"metric families: {', '.join(FAMILIES)} or all (default: kieval)")
     score.add_argument("--cer-threshold", type=float, default=0.30, metavar="T",
@@ -328,7 +335,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     decisions = DecisionOptions(target=args.target_accuracy, document_target=args.document_target,
                                 costs=Costs.from_pairs(args.cost), resamples=args.bootstrap, seed=args.seed,
                                 slices=options.meta, review=args.review)
-    normalizer = Normalizer.from_names(args.normalize)
+    normalizer = Normalizer.from_names(args.normalize, args.compare, args.near_miss)
     peer = PeerOptions(args.cer_threshold, args.peer_structure)
     engine = {}
     if args.engine == "dask":  # the workers write the detail and return the errors, if asked
@@ -393,8 +400,9 @@ def _inputs(gt: str, preds: list[str]) -> dict:
 
 def _options(args: argparse.Namespace) -> dict:
     """The reading and scoring options of a run (JSON values, for its manifest)."""
-    keys = ("format", "key", "alias", "meta", "related_fields", "list_sep", "normalize", "metrics",
-            "cer_threshold", "peer_structure", "engine", "missing_confidence", "confidence_from")
+    keys = ("format", "key", "alias", "meta", "related_fields", "list_sep", "normalize", "compare",
+            "near_miss", "metrics", "cer_threshold", "peer_structure", "engine", "missing_confidence",
+            "confidence_from")
     return {k: getattr(args, k) for k in keys}
 
 

@@ -34,6 +34,15 @@ import pandas as pd
 from rapidfuzz.distance import Levenshtein
 from rapidfuzz.process import cpdist
 
+from .causes import (
+    CAUSES,
+    CAUSES_OF_KIND,
+    HALLUCINATED,
+    MISPLACED,
+    MISSED,
+    held_elsewhere,
+    substitution_cause_codes,
+)
 from .locations import LOCATION_COLUMNS, has_locations
 from .matching import match_stack
 from .model import Dataset
@@ -66,8 +75,10 @@ class Counted:
     ----------
     cells : DataFrame
         One row per cell: ``doc_id, group_type, gt_group, pred_group, entity_type, n_gt,
-        n_pred, tp, fp, fn, substitution, addition, deletion``. ``gt_group`` and
-        ``pred_group`` are group indices, -1 on an unmatched side and for non-group cells.
+        n_pred, tp, fp, fn, substitution, addition, deletion``, then the corrections by
+        cause (:data:`~kieval_core.causes.CAUSE_COLUMNS`) and the values a comparator left
+        unparsed (``unparsed_gt, unparsed_pred``). ``gt_group`` and ``pred_group`` are group
+        indices, -1 on an unmatched side and for non-group cells.
     pairs : DataFrame
         One row per GT or predicted group (non-group excluded): ``doc_id, group_type,
         pred_group, gt_group, shared, exact`` (-1 marks the unmatched side; ``shared`` is
@@ -77,10 +88,11 @@ class Counted:
         none), ``status`` (correct / substituted / added / deleted), ``partner`` (row of
         the other side's table: the copy a correct entity matches, or the value a
         substitution replaces; -1 if none), ``other_value`` (the partner's value),
-        ``position`` (input order), ``cell`` (row of ``cells``) and ``copies`` (identical
-        values of one cell share it: which of them are TPs follows their confidence); the
-        location columns ``page, x0, y0, x1, y1`` when that side's input carries locations
-        (never read by a count).
+        ``position`` (input order), ``cell`` (row of ``cells``), ``copies`` (identical
+        values of one cell share it: which of them are TPs follows their confidence) and
+        ``cause`` (SPEC 2c: of a substitution on both sides, of a deletion or an addition;
+        missing when correct); the location columns ``page, x0, y0, x1, y1`` when that
+        side's input carries locations (never read by a count).
     flat : DataFrame
         Flat entity counts per (doc_id, entity_type): ``tp, n_gt, n_pred``.
     doc_ids : tuple of str
@@ -95,23 +107,29 @@ class Counted:
     doc_ids: tuple[str, ...]
 
 
-def count(gt: Dataset, pred: Dataset, normalizer: Normalizer = Normalizer()) -> Counted:
+def count(gt: Dataset, pred: Dataset, normalizer: Normalizer = Normalizer(), causes: bool = True) -> Counted:
     """Match and count one prediction set against the ground truth.
 
     Predicted documents absent from the ground truth must already be removed (the
     caller reports them); GT documents absent from the predictions simply have no
-    predicted entities.
+    predicted entities. ``causes=False`` leaves out the causes of the corrections (the
+    ``cause`` and cause count columns): the counts alone, the baseline of the bench.
     """
     g, p, vocab = encode(gt.entities, pred.entities, gt.doc_ids, normalizer)
     gg, pg = group_ids(g, vocab), group_ids(p, vocab)
     pairs = match(g, p, gg, pg, vocab)
     cells, cell_pair, lg, lp = label(g, p, gg, pg, pairs, vocab)
     partner_g, partner_p = link(p, lg, lp)
+    cause_g = cause_p = None
+    if causes:
+        cause_g, cause_p = label_causes(g, p, lg, lp, pairs, vocab, normalizer.near_miss)
+        cells = _with_cause_counts(cells, g, p, lg, lp, cause_g, cause_p)
     return Counted(
         cells=cells,
         pairs=_pair_frame(pairs, cells, cell_pair, vocab),
-        gt_entities=_located(_entity_frame(g, lg, partner_g, p.values, pairs, vocab, side="gt"), gt.entities),
-        pred_entities=_located(_entity_frame(p, lp, partner_p, g.values, pairs, vocab, side="pred"),
+        gt_entities=_located(_entity_frame(g, lg, partner_g, p.values, pairs, vocab, cause_g, side="gt"),
+                             gt.entities),
+        pred_entities=_located(_entity_frame(p, lp, partner_p, g.values, pairs, vocab, cause_p, side="pred"),
                                pred.entities),
         flat=_flat(g, p, vocab),
         doc_ids=tuple(vocab.doc_ids),
@@ -180,8 +198,9 @@ class Vocabulary:
     doc_ids: pd.Index
     gtypes: pd.Index
     etypes: pd.Index
-    normalised: np.ndarray  # normalised value of each value code, sorted
-    tv_value: np.ndarray  # value code of each (type, value) code
+    comparable: np.ndarray  # comparable value (normalised, then its type's comparator) of each code, sorted
+    tv_value: np.ndarray  # comparable value code of each (type, value) code
+    normalised: np.ndarray  # normalised value of each normalised code (Side.norm), sorted
     n_groups: int  # a group index bound, for packed (block, group) keys
 
     @property
@@ -200,10 +219,12 @@ class Side:
     gtype: np.ndarray
     grp: np.ndarray  # input group index, -1 for non-group
     etype: np.ndarray
-    tv: np.ndarray  # (entity type, normalised value) code
+    tv: np.ndarray  # (entity type, comparable value) code
     confidence: np.ndarray
     content: np.ndarray  # rank of (tv, confidence, missing confidence first): canonical order
     values: np.ndarray  # raw values (object)
+    norm: np.ndarray  # normalised value code (before any comparator)
+    unparsed: np.ndarray  # whether the type's comparator could not parse the value
 
     def __len__(self) -> int:
         return len(self.doc)
@@ -211,7 +232,8 @@ class Side:
 
 def encode(gt: pd.DataFrame, pred: pd.DataFrame, doc_ids, normalizer: Normalizer
            ) -> tuple[Side, Side, Vocabulary]:
-    """Integer codes of both sides in one vocabulary (codes follow sorted names)."""
+    """Integer codes of both sides in one vocabulary (codes follow sorted names); values
+    compare after the normaliser and their type's comparator (SPEC 2b)."""
     n_gt = len(gt)
     doc_index = pd.Index(sorted(doc_ids), dtype=object)
 
@@ -227,20 +249,21 @@ def encode(gt: pd.DataFrame, pred: pd.DataFrame, doc_ids, normalizer: Normalizer
     gtype_codes = gtype_codes[1:]
     etype_codes, etype_names = pd.factorize(both("entity_type"), sort=True)
     values = both("value").to_numpy(object)
-    value_codes, normalised = normalizer.sorted_codes(values)
-    tv_keys = etype_codes.astype(np.int64) * max(len(normalised), 1) + value_codes
+    norm, normalised, value_codes, comparable, unparsed = normalizer.comparable_codes(
+        values, list(etype_names), etype_codes)
+    tv_keys = etype_codes.astype(np.int64) * max(len(comparable), 1) + value_codes
     tv_uniques, tv = np.unique(tv_keys, return_inverse=True)
     grp = both("group").to_numpy(np.int64)
     conf = both("confidence").to_numpy(np.float64)
     content = dense_rank(np.nan_to_num(conf, nan=-1.0), tv)
     vocab = Vocabulary(doc_index, pd.Index(gtype_names, dtype=object), pd.Index(etype_names, dtype=object),
-                       normalised, tv_uniques % max(len(normalised), 1),
+                       comparable, tv_uniques % max(len(comparable), 1), normalised,
                        max(int(grp.max(initial=-1)) + 2, 1))
 
     def side(sl: slice) -> Side:
         return Side(doc[sl].astype(np.int64), gtype_codes[sl].astype(np.int64), grp[sl],
                     etype_codes[sl].astype(np.int64), tv[sl].astype(np.int64), conf[sl], content[sl],
-                    values[sl])
+                    values[sl], norm[sl], unparsed[sl])
 
     return side(slice(0, n_gt)), side(slice(n_gt, None)), vocab
 
@@ -567,7 +590,7 @@ def pair_substitutions(g: Side, p: Side, cell_g: np.ndarray, cell_p: np.ndarray,
         shapes = pd.DataFrame({"n": n_fp[complex_cells], "m": n_fn[complex_cells]})
         from scipy.optimize import linear_sum_assignment  # on demand: scipy.optimize is slow to import
 
-        normalised = vocab.normalised[vocab.tv_value]
+        normalised = vocab.comparable[vocab.tv_value]
         for (n, m), members in shapes.groupby(["n", "m"], sort=True).indices.items():
             cells = complex_cells[members]
             rows = fp_idx[start_fp[cells][:, None] + np.arange(n)]  # (k, n)
@@ -599,6 +622,73 @@ def link(p: Side, lg: Labels, lp: Labels) -> tuple[np.ndarray, np.ndarray]:
     return partner_g, partner_p
 
 
+# --- causes (SPEC 2c) ---------------------------------------------------------------------
+
+
+def _paired_group(s: Side, labels: Labels, pairs: pd.DataFrame, other_side: str) -> np.ndarray:
+    """Per entity: the other side's group of its pair (-1 for non-group entities and
+    unmatched groups)."""
+    other = pairs[other_side].to_numpy()
+    return take(other, np.where(s.grp >= 0, labels.pair, -1))
+
+
+def label_causes(g: Side, p: Side, lg: Labels, lp: Labels, pairs: pd.DataFrame, vocab: Vocabulary,
+                 near_miss: float) -> tuple[np.ndarray, np.ndarray]:
+    """The cause code of every entity (index into :data:`~kieval_core.causes.CAUSES`, -1
+    when correct): a substitution's on both sides, a deletion's, an addition's.
+
+    Substitutions are classified once per distinct pair of normalised values; deletions and
+    additions by counting, per document and normalised value, the other side's copies that
+    sit elsewhere (another entity type or another group than the paired one).
+    """
+    cause_g = np.full(len(g), -1, np.int8)
+    cause_p = np.full(len(p), -1, np.int8)
+    sub = np.flatnonzero(lp.status == Status.SUBSTITUTED)
+    if len(sub):
+        partner = lp.substitutes[sub]
+        n_norm = max(len(vocab.normalised), 1)
+        distinct, inverse = np.unique(g.norm[partner] * n_norm + p.norm[sub], return_inverse=True)
+        codes = substitution_cause_codes(vocab.normalised[distinct // n_norm],
+                                         vocab.normalised[distinct % n_norm], near_miss)
+        cause_p[sub] = codes[inverse]
+        cause_g[partner] = codes[inverse]
+
+    def located(s: Side, grp: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, ...]:
+        return s.doc[rows], s.norm[rows], s.etype[rows], s.gtype[rows], grp[rows]
+
+    deleted = np.flatnonzero(lp.status == Status.DELETED)
+    if len(deleted):
+        everywhere = np.arange(len(g))
+        elsewhere = held_elsewhere(located(p, _paired_group(p, lp, pairs, "ggrp"), deleted),
+                                   located(g, g.grp, everywhere))
+        cause_p[deleted] = np.where(elsewhere, MISPLACED, HALLUCINATED)
+    added = np.flatnonzero(lg.status == Status.ADDED)
+    if len(added):
+        everywhere = np.arange(len(p))
+        elsewhere = held_elsewhere(located(g, _paired_group(g, lg, pairs, "pgrp"), added),
+                                   located(p, p.grp, everywhere))
+        cause_g[added] = np.where(elsewhere, MISPLACED, MISSED)
+    return cause_g, cause_p
+
+
+def _with_cause_counts(cells: pd.DataFrame, g: Side, p: Side, lg: Labels, lp: Labels, cause_g: np.ndarray,
+                       cause_p: np.ndarray) -> pd.DataFrame:
+    """The cells with their corrections by cause and their unparsed values."""
+    n = len(cells)
+    columns = {}
+    sources = {"substitution": (lp, cause_p, Status.SUBSTITUTED), "deletion": (lp, cause_p, Status.DELETED),
+               "addition": (lg, cause_g, Status.ADDED)}
+    for kind, kind_causes in CAUSES_OF_KIND.items():
+        labels, cause, status = sources[kind]
+        of_kind = labels.status == status
+        for name in kind_causes:
+            chosen = of_kind & (cause == CAUSES.index(name))
+            columns[f"{kind}_{name}"] = np.bincount(labels.cell[chosen], minlength=n).astype(np.int64)
+    columns["unparsed_gt"] = np.bincount(lg.cell[g.unparsed], minlength=n).astype(np.int64)
+    columns["unparsed_pred"] = np.bincount(lp.cell[p.unparsed], minlength=n).astype(np.int64)
+    return cells.assign(**columns)
+
+
 # --- output frames ----------------------------------------------------------------------
 
 
@@ -622,18 +712,17 @@ def _pair_frame(pairs: pd.DataFrame, cells: pd.DataFrame, cell_pair: np.ndarray,
 
 
 def _entity_frame(s: Side, labels: Labels, partner: np.ndarray, other_values: np.ndarray,
-                  pairs: pd.DataFrame, vocab: Vocabulary, *, side: str) -> pd.DataFrame:
-    """Input entities with their pair, status and partner."""
-    other = pairs["pgrp" if side == "gt" else "ggrp"].to_numpy()
-    grouped = s.grp >= 0
+                  pairs: pd.DataFrame, vocab: Vocabulary, cause: np.ndarray | None, *, side: str
+                  ) -> pd.DataFrame:
+    """Input entities with their pair, status, partner and cause (when labelled)."""
     other_value = np.full(len(s), None, object)
     has = partner >= 0
     other_value[has] = other_values[partner[has]]
-    return pd.DataFrame({
+    frame = pd.DataFrame({
         "doc_id": vocab.categorical(s.doc, vocab.doc_ids),
         "group_type": vocab.categorical(s.gtype, vocab.gtypes),
         "group": s.grp,
-        "paired_group": take(other, np.where(grouped, labels.pair, -1)),
+        "paired_group": _paired_group(s, labels, pairs, "pgrp" if side == "gt" else "ggrp"),
         "entity_type": vocab.categorical(s.etype, vocab.etypes),
         "value": pd.Series(s.values, dtype=object),
         "confidence": s.confidence,
@@ -644,6 +733,9 @@ def _entity_frame(s: Side, labels: Labels, partner: np.ndarray, other_values: np
         "cell": labels.cell,
         "copies": labels.tv_cell,
     })
+    if cause is not None:
+        frame["cause"] = pd.Categorical.from_codes(cause, categories=list(CAUSES))
+    return frame
 
 
 def _located(frame: pd.DataFrame, entities: pd.DataFrame) -> pd.DataFrame:

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from . import __version__
+from .causes import CAUSE_COLUMNS, CAUSES_OF_KIND
 from .decisions import DecisionOptions, automation_section
 from .inputs import model_row
 from .registry import metrics_of
@@ -27,6 +28,8 @@ from .results import EvaluationResult, ModelResult
 
 def _plain(value: Any) -> Any:
     """JSON-safe Python values: numpy scalars unwrapped, NaN and NA become null."""
+    if isinstance(value, RawJSON):
+        return json.loads(value)
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -49,6 +52,8 @@ def _records(frame: pd.DataFrame) -> list[dict]:
 def _json_column(column: pd.Series) -> list[str]:
     """JSON text of every value of a column, as ``json.dumps`` would write it."""
     values = column.tolist()
+    if values and isinstance(values[0], RawJSON):
+        return values
     if pd.api.types.is_bool_dtype(column.dtype):
         return ["true" if v else "false" for v in values]
     if pd.api.types.is_integer_dtype(column.dtype) and not column.hasnans:
@@ -69,6 +74,29 @@ def records_json(frame: pd.DataFrame) -> str:
     return "[\n" + ",\n".join(template % row for row in zip(*columns, strict=True)) + "\n]"
 
 
+def nested_causes(table: pd.DataFrame) -> pd.DataFrame:
+    """A table of figures with its ``<kind>_<cause>`` columns gathered into one ``causes``
+    column, ``{kind: {cause: n}}`` per row as in ``kieval.causes`` (SPEC 2c), kept as JSON
+    text (:class:`RawJSON`) so a table of 100,000 documents renders fast."""
+    if "substitution_format" not in table:
+        return table
+    text = pd.Series("{", index=table.index, dtype=object)
+    for k, (kind, causes) in enumerate(CAUSES_OF_KIND.items()):
+        text = text + (", " if k else "") + f'"{kind}": {{'
+        for c, cause in enumerate(causes):
+            counts = table[f"{kind}_{cause}"].astype(np.int64).astype(str)
+            text = text + (", " if c else "") + f'"{cause}": ' + counts
+        text = text + "}"
+    text = text + "}"
+    out = table.drop(columns=CAUSE_COLUMNS)
+    out["causes"] = pd.Series([RawJSON(t) for t in text], index=out.index, dtype=object)
+    return out
+
+
+class RawJSON(str):
+    """JSON text that goes into a report as it is (an object, not a string)."""
+
+
 def model_report(model: ModelResult, decisions: DecisionOptions, records=_records) -> dict:
     group = model.group
     report = {
@@ -83,13 +111,15 @@ def model_report(model: ModelResult, decisions: DecisionOptions, records=_record
             "group_aligned": model.group_aligned,
             "corrections": model.corrections.as_dict(),
             "fp_plus_fn": model.entity.fp + model.entity.fn,
+            "causes": model.causes,
+            "aligned_if_format_right": model.aligned_if_format_right,
         },
         "entity_f1": model.entity_f1.as_dict(),
         "automation": automation_section(model, decisions, records),
-        "by_entity_type": records(model.by_entity_type),
+        "by_entity_type": records(nested_causes(model.by_entity_type)),
         "by_group_type": records(model.by_group_type),
         "by_slice": {key: records(model.by_slice(key)) for key in decisions.slices},
-        "documents": records(model.documents),
+        "documents": records(nested_causes(model.documents)),
         "missing_documents": list(model.missing_documents),
         "unknown_documents": list(model.unknown_documents),
         "warnings": list(model.warnings),
@@ -117,6 +147,11 @@ def build_report(result: EvaluationResult, decisions: DecisionOptions = Decision
             "notes": list(gt.notes),
         },
         "normalizer": result.normalizer.description,
+        "options": {
+            "comparators": result.comparators,
+            "comparators_unparsed": result.comparators_unparsed,
+            "near_miss": result.normalizer.near_miss,
+        },
         "metrics": list(result.metrics),
         "decisions": {"target_accuracy": decisions.target,
                       "document_target": decisions.documents_target, "review": decisions.review,

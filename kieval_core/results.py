@@ -18,6 +18,8 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from .causes import CAUSES_OF_KIND
+from .comparators import unmatched_rules
 from .engine import KIND_OF_STATUS, Counted
 from .errors import KievalOptionError, UndefinedMetricWarning
 from .locations import LOCATION_COLUMNS, box_list, has_locations
@@ -32,9 +34,9 @@ from .tally import Tally, figures
 NON_GROUP_LABEL = "(non-group)"
 #: Figures that are fractions even when they happen to be whole numbers.
 _SCORES = {"precision", "recall", "f1", "aligned", "group_precision", "group_recall", "group_f1",
-           "group_aligned", "flat_precision", "flat_recall", "flat_f1"}
+           "group_aligned", "flat_precision", "flat_recall", "flat_f1", "aligned_if_format_right"}
 ERROR_COLUMNS = ["doc_id", "group_type", "gt_group", "pred_group", "entity_type",
-                 "gt_value", "pred_value", "kind", "confidence"]
+                 "gt_value", "pred_value", "kind", "cause", "confidence"]
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,22 @@ class ModelResult:
     @property
     def aligned(self) -> float:
         return float(aligned_score(self.entity.tp, self.corrections.total))
+
+    @property
+    def causes(self) -> dict[str, dict[str, int]] | None:
+        """The corrections by cause (SPEC 2c): ``{kind: {cause: n}}``; None when the causes
+        were not counted (a run saved before they existed)."""
+        return causes_of(self._totals)
+
+    @property
+    def aligned_if_format_right(self) -> float | None:
+        """(TP + format substitutions) / (TP + Error): KIEval_Aligned if every substitution
+        that differs only in format were right (what declaring comparators would bring)."""
+        causes = self.causes
+        if causes is None:
+            return None
+        fmt = causes["substitution"]["format"]
+        return float(aligned_score(self.entity.tp + fmt, self.corrections.total - fmt))
 
     @cached_property
     def group(self) -> Counts | None:
@@ -269,13 +287,60 @@ class EvaluationResult:
     @property
     def all_warnings(self) -> list[str]:
         """The ground truth's warnings, the models' (prefixed by the models they concern,
-        a warning common to several models once), then the evaluation's own."""
+        a warning common to several models once), then the evaluation's own and the
+        comparators' (a declared type that matches nothing)."""
         by_text: dict[str, list[str]] = {}
         for model in self.models.values():
             for warning in model.warnings:
                 by_text.setdefault(warning, []).append(model.name)
         merged = [f"{', '.join(names)}: {text}" for text, names in by_text.items()]
-        return [*self.gt.warnings, *merged, *self.warnings]
+        return [*self.gt.warnings, *merged, *self.warnings, *self.comparator_warnings]
+
+    @property
+    def entity_types(self) -> list[str]:
+        """Every entity type scored, in the ground truth or any model, sorted."""
+        types = set()
+        for model in self.models.values():
+            types.update(map(str, model.tally.entity_types.index))
+        return sorted(types)
+
+    @property
+    def comparators(self) -> dict[str, str]:
+        """The active comparator of every entity type that has one (SPEC 2b: the report's
+        ``options.comparators``)."""
+        return self.normalizer.comparator_of(self.entity_types)
+
+    @property
+    def comparators_unparsed(self) -> dict[str, int]:
+        """Per entity type with a comparator: values its comparator could not parse, in the
+        ground truth and every model's predictions (``options.comparators_unparsed``)."""
+        chosen = self.comparators
+        if not chosen or not self.models:
+            return {}
+        tables = [m.tally.entity_types for m in self.models.values()]
+        if "unparsed_gt" not in tables[0]:
+            return {}
+        gt = tables[0]["unparsed_gt"]
+        pred = sum(t["unparsed_pred"].reindex(gt.index.union(t.index), fill_value=0) for t in tables)
+        total = gt.reindex(pred.index, fill_value=0) + pred
+        return {t: int(total.get(t, 0)) for t in chosen}
+
+    @property
+    def comparator_warnings(self) -> list[str]:
+        """One warning per declared comparator whose entity type (or glob) matches none."""
+        types = self.entity_types
+        return [f"the comparator declared for {pattern!r} matches no entity type; entity types: "
+                f"{', '.join(types) if types else '(none)'}"
+                for pattern in unmatched_rules(self.normalizer.comparators, types)]
+
+
+def causes_of(counts: pd.Series) -> dict[str, dict[str, int]] | None:
+    """``{kind: {cause: n}}`` from a row of counts with the ``<kind>_<cause>`` columns (None
+    without them)."""
+    if "substitution_format" not in counts.index:
+        return None
+    return {kind: {cause: int(counts[f"{kind}_{cause}"]) for cause in causes}
+            for kind, causes in CAUSES_OF_KIND.items()}
 
     def to_frame(self) -> pd.DataFrame:
         """Every model's per-document table, one after the other, with a ``model`` column first."""
@@ -361,13 +426,15 @@ def error_table(counted: Counted) -> pd.DataFrame:
         "gt_value": wrong_p["other_value"].where(wrong_p["status"] == "substituted", None),
         "pred_value": wrong_p["value"],
         "kind": wrong_p["status"].astype(object).map(KIND_OF_STATUS),
+        "cause": wrong_p["cause"].astype(object) if "cause" in pred else None,
         "confidence": wrong_p["confidence"], "_order": wrong_p["position"], "_side": 1,
     })
     rows_g = pd.DataFrame({
         "doc_id": added["doc_id"], "group_type": added["group_type"],
         "gt_group": added["group"], "pred_group": added["paired_group"],
         "entity_type": added["entity_type"], "gt_value": added["value"], "pred_value": None,
-        "kind": "addition", "confidence": np.nan, "_order": added["position"], "_side": 0,
+        "kind": "addition", "cause": added["cause"].astype(object) if "cause" in gt else None,
+        "confidence": np.nan, "_order": added["position"], "_side": 0,
     })
     located = has_locations(gt) or has_locations(pred)
     if located:

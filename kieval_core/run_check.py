@@ -27,9 +27,11 @@ _MODEL = {"name": str, "source": str, "format": str, "notes": _TEXTS, "warnings"
           "entity_types": _TEXTS, "missing_confidence": str, "consensus_of": int}
 #: The manifest's shape: a type, a list of one shape (every item), a dict of keys (all
 #: required), or ``{str: shape}`` (any keys, every value of that shape).
-MANIFEST = {"kieval_run": int, "inputs": dict, "options": dict, "normalizer": {str: bool}, "metrics": _TEXTS,
+MANIFEST = {"kieval_run": int, "inputs": dict, "options": dict, "normalizer": dict, "metrics": _TEXTS,
             "warnings": _TEXTS, "ground_truth": _GT, "models": [_MODEL]}
 _INT64 = 2**63
+#: The normaliser's options that are not switches (a run saved before they existed has none).
+_NORMALIZER = {"comparators": [[str]], "near_miss": float}
 
 
 def _first(problems) -> str | None:
@@ -91,6 +93,9 @@ def check_manifest(manifest: dict, directory: Path, normalizer_fields: tuple[str
         unknown = sorted(set(manifest["normalizer"]) - set(normalizer_fields))
         if unknown:
             problem = f"manifest.normalizer: unknown option {', '.join(unknown)}"
+        else:
+            problem = _first(_shape_error(v, _NORMALIZER.get(k, bool), f"manifest.normalizer.{k}")
+                             for k, v in manifest["normalizer"].items())
     if problem is None:
         for i, model in enumerate(manifest["models"]):
             if model["missing_confidence"] not in MISSING_POLICIES or model["consensus_of"] < 0:

@@ -14,12 +14,15 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .causes import CAUSE_COLUMNS
 from .engine import Counted
 from .review import ReviewModel
 from .scores import add_scores, aligned_score
 
 #: Entity counts and corrections, summed from the engine's cells.
 CELL_COUNTS = ["n_gt", "n_pred", "tp", "fp", "fn", "substitution", "addition", "deletion"]
+#: Corrections by cause (SPEC 2c) and values a comparator left unparsed (SPEC 2b), when counted.
+CAUSE_COUNTS = [*CAUSE_COLUMNS, "unparsed_gt", "unparsed_pred"]
 #: Group counts, from the pairs: group TPs, groups on each side, pairs.
 GROUP_COUNTS = ["group_tp", "n_pred_groups", "n_gt_groups", "pairs"]
 #: Flat (group-free) counts.
@@ -28,6 +31,7 @@ FLAT_COUNTS = ["flat_tp", "flat_n_gt", "flat_n_pred"]
 FIGURE_COLUMNS = [
     "n_gt", "n_pred", "tp", "fp", "fn", "precision", "recall", "f1",
     "substitution", "addition", "deletion", "errors", "fp_plus_fn", "aligned",
+    *CAUSE_COLUMNS, "aligned_if_format_right", "unparsed_gt", "unparsed_pred",
     "group_tp", "group_fp", "group_fn", "group_precision", "group_recall", "group_f1", "group_aligned",
     "flat_tp", "flat_fp", "flat_fn", "flat_precision", "flat_recall", "flat_f1",
 ]
@@ -61,13 +65,12 @@ class Tally:
             out.index.name = key
             return out
 
-        documents = pd.concat([by(cells, "doc_id", CELL_COUNTS), by(group, "doc_id", GROUP_COUNTS),
+        counts = CELL_COUNTS + [c for c in CAUSE_COUNTS if c in cells.columns]
+        documents = pd.concat([by(cells, "doc_id", counts), by(group, "doc_id", GROUP_COUNTS),
                                by(flat, "doc_id", FLAT_COUNTS)], axis=1)
         documents = documents.reindex(ids, fill_value=0).fillna(0).astype(np.int64)
-        types = pd.concat([by(cells, "entity_type", CELL_COUNTS), by(flat, "entity_type", FLAT_COUNTS)],
-                          axis=1)
-        gtypes = pd.concat([by(cells, "group_type", CELL_COUNTS), by(group, "group_type", GROUP_COUNTS)],
-                           axis=1)
+        types = pd.concat([by(cells, "entity_type", counts), by(flat, "entity_type", FLAT_COUNTS)], axis=1)
+        gtypes = pd.concat([by(cells, "group_type", counts), by(group, "group_type", GROUP_COUNTS)], axis=1)
         return cls(documents, types.fillna(0).astype(np.int64), gtypes.fillna(0).astype(np.int64),
                    ReviewModel.from_counted(counted))
 
@@ -95,6 +98,9 @@ def figures(counts: pd.DataFrame) -> pd.DataFrame:
     out["errors"] = out["substitution"] + out["addition"] + out["deletion"]
     out["fp_plus_fn"] = out["fp"] + out["fn"]
     out["aligned"] = aligned_score(out["tp"], out["errors"])
+    if "substitution_format" in out:  # (TP + format) / (TP + Error): what comparators would bring
+        out["aligned_if_format_right"] = aligned_score(out["tp"] + out["substitution_format"],
+                                                       out["errors"] - out["substitution_format"])
     out = add_scores(out)
     if "group_tp" in out:
         out["group_fp"] = out["n_pred_groups"] - out["group_tp"]

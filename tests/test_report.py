@@ -74,12 +74,16 @@ def test_errors_csv(tmp_path):
                  "--pred", str(SAMPLE_DATA / "sim_strong.jsonl"), "--errors-csv", str(out)]) == 0
     errors = pd.read_csv(out, dtype=str, keep_default_na=False)
     assert list(errors.columns) == ["model", "doc_id", "group_type", "gt_group", "pred_group",
-                                    "entity_type", "gt_value", "pred_value", "kind", "confidence"]
+                                    "entity_type", "gt_value", "pred_value", "kind", "cause", "confidence",
+                                    "page", "gt_box", "pred_box"]
     model = evaluate(SAMPLE_DATA / "cord_v2_gt.jsonl", SAMPLE_DATA / "sim_strong.jsonl").models["sim_strong"]
     counts = errors["kind"].value_counts()
     assert counts["substitution"] == model.corrections.substitution
     assert counts["addition"] == model.corrections.addition
     assert counts["deletion"] == model.corrections.deletion
+    causes = errors.groupby(["kind", "cause"]).size()
+    assert {k: {c: int(causes.get((k, c), 0)) for c in v} for k, v in model.causes.items()} == model.causes
+    assert causes.sum() == len(errors)
 
 
 def test_group_scores_undefined_without_groups(tmp_path):

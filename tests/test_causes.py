@@ -1,0 +1,343 @@
+"""Error causes (SPEC 2c) and comparators per field (SPEC 2b): the worked example through
+the Python API and the CLI, a naive oracle over the error list, and properties."""
+
+from __future__ import annotations
+
+import datetime
+import json
+
+import numpy as np
+import pytest
+from builders import dataset, write_jsonl
+from dateutil import parser as dateutil_parser
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_properties import corpus
+from test_worked_examples import RPA_GT, RPA_PRED
+
+from kieval_core import KievalOptionError, Normalizer, evaluate
+from kieval_core.causes import CAUSE_COLUMNS, CAUSES_OF_KIND, fixing_comparators, substitution_causes
+from kieval_core.cli import main
+from kieval_core.comparators import (
+    COMPARATORS,
+    FORMAT_COMPARATORS,
+    canonicalise,
+    parse_rule,
+    resolve,
+    unmatched_rules,
+)
+
+EXPECTED_CAUSES = {"substitution": {"format": 0, "near_miss": 1, "other_value": 1},
+                   "deletion": {"misplaced": 0, "hallucinated": 1},
+                   "addition": {"misplaced": 0, "missed": 1}}
+
+
+def _files(tmp_path, gt: dict, pred: dict):
+    gt_file = write_jsonl(tmp_path / "gt.jsonl", [{"doc_id": "r", "gt_parse": gt}])
+    pred_file = write_jsonl(tmp_path / "m.jsonl", [{"doc_id": "r", "prediction": pred}])
+    return gt_file, pred_file
+
+
+def _cli(tmp_path, gt: dict, pred: dict, *options: str) -> dict:
+    gt_file, pred_file = _files(tmp_path, gt, pred)
+    out = tmp_path / "report.json"
+    argv = ["evaluate", "--gt", str(gt_file), "--pred", str(pred_file), "--json", str(out), *options]
+    assert main(argv) == 0
+    return json.loads(out.read_text("utf-8"))
+
+
+# --- SPEC 2c worked example ----------------------------------------------------------------
+
+
+def test_worked_example_through_the_python_api(tmp_path):
+    m = evaluate(*_files(tmp_path, RPA_GT, RPA_PRED)).models["m"]
+    assert m.causes == EXPECTED_CAUSES
+    assert m.aligned_if_format_right == pytest.approx(7 / 11)
+    errors = m.errors.set_index(["kind", "entity_type"])["cause"]
+    assert errors[("substitution", "date")] == "near_miss"  # 01/02/2018 for 01/02/2019: 0.9
+    assert errors[("substitution", "menu.price")] == "other_value"  # 250 for 200: 0.67
+    assert errors[("deletion", "tax")] == "hallucinated"
+    assert errors[("addition", "address")] == "missed"
+    by_type = m.by_entity_type.set_index("entity_type")
+    assert by_type.loc["date", "substitution_near_miss"] == 1
+    assert by_type.loc["menu.price", "substitution_other_value"] == 1
+    assert m.documents.set_index("doc_id").loc["r", CAUSE_COLUMNS].sum() == m.corrections.total
+
+
+def test_worked_example_through_the_cli(tmp_path):
+    report = _cli(tmp_path, RPA_GT, RPA_PRED)
+    m = report["models"]["m"]
+    assert m["kieval"]["causes"] == EXPECTED_CAUSES
+    assert m["kieval"]["aligned_if_format_right"] == pytest.approx(7 / 11)
+    assert m["documents"][0]["causes"] == EXPECTED_CAUSES
+    by_type = {row["entity_type"]: row["causes"] for row in m["by_entity_type"]}
+    assert by_type["date"]["substitution"] == {"format": 0, "near_miss": 1, "other_value": 0}
+    assert by_type["tax"]["deletion"] == {"misplaced": 0, "hallucinated": 1}
+    assert report["options"] == {"comparators": {}, "comparators_unparsed": {}, "near_miss": 0.8}
+
+
+def test_a_date_in_another_format_is_format_and_a_tp_with_the_date_comparator(tmp_path):
+    pred = {**RPA_PRED, "date": {"value": "2019-02-01", "confidence": 0.4}}
+    m = _cli(tmp_path, RPA_GT, pred)["models"]["m"]
+    assert m["kieval"]["causes"]["substitution"] == {"format": 1, "near_miss": 0, "other_value": 1}
+    assert m["kieval"]["aligned_if_format_right"] == pytest.approx(8 / 11)
+    compared = _cli(tmp_path, RPA_GT, pred, "--compare", "date=date")
+    m = compared["models"]["m"]
+    assert m["kieval"]["entity"]["tp"] == 8
+    assert m["kieval"]["aligned"] == pytest.approx(8 / 11)  # what aligned_if_format_right said
+    assert m["kieval"]["causes"]["substitution"] == {"format": 0, "near_miss": 0, "other_value": 1}
+    assert compared["options"]["comparators"] == {"date": "date:dmy"}
+    assert compared["options"]["comparators_unparsed"] == {"date": 0}
+
+
+def test_near_miss_threshold(tmp_path):
+    m = _cli(tmp_path, RPA_GT, RPA_PRED, "--near-miss", "0.95")["models"]["m"]
+    assert m["kieval"]["causes"]["substitution"] == {"format": 0, "near_miss": 0, "other_value": 2}
+    m = _cli(tmp_path, RPA_GT, RPA_PRED, "--near-miss", "0.6")["models"]["m"]
+    assert m["kieval"]["causes"]["substitution"] == {"format": 0, "near_miss": 2, "other_value": 0}
+
+
+def test_misplaced_values():
+    # GT: total 10.00 and one menu line (A, 10.00); the prediction puts the price under
+    # another type, and a line's name in another (unmatched) group.
+    gt = dataset({"d": [("", "", "total", "10.00"), ("menu", "0", "menu.nm", "A"),
+                        ("menu", "0", "menu.price", "7")]}, "gt")
+    pred = dataset({"d": [("", "", "subtotal", "7"), ("menu", "0", "menu.nm", "A"),
+                          ("menu", "1", "menu.nm", "B"), ("menu", "1", "menu.cnt", "A")]}, "m")
+    m = evaluate(gt, {"m": pred}).models["m"]
+    errors = m.errors.set_index(["kind", "entity_type"])["cause"]
+    assert errors[("deletion", "subtotal")] == "misplaced"  # 7 is the GT's menu.price
+    assert errors[("deletion", "menu.cnt")] == "misplaced"  # A is the GT's menu.nm
+    assert errors[("deletion", "menu.nm")] == "hallucinated"  # B is nowhere in the GT
+    assert errors[("addition", "menu.price")] == "misplaced"  # 7 is the prediction's subtotal
+    assert errors[("addition", "total")] == "missed"
+
+
+def test_a_duplicate_in_the_same_place_is_hallucinated():
+    gt = dataset({"d": [("", "", "total", "1")]}, "gt")
+    pred = dataset({"d": [("", "", "total", "1"), ("", "", "total", "1")]}, "m")
+    errors = evaluate(gt, {"m": pred}).models["m"].errors
+    assert errors[["kind", "cause"]].values.tolist() == [["deletion", "hallucinated"]]
+
+
+# --- comparators -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("comparator", "values", "expected"), [
+    ("exact", ["A b", "a B"], ["A b", "a B"]),
+    ("casefold", ["ACME", "Straße"], ["acme", "strasse"]),
+    ("alnum", ["L/RA 458", "l-ra458", "--"], ["lra458", "lra458", "--"]),
+    ("number", ["$1,200.50", "1200.5", "USD 7", "7.00 €", "(3.5)", "3.5-", "-3.50", "1,2", "7.000",
+                "Rp 45,500"],
+     ["1200.5", "1200.5", "7", "7", "-3.5", "-3.5", "-3.5", "1,2", "7", "45500"]),
+    ("number:comma", ["1.200,50", "7.000", "12,5", "1,200.50"], ["1200.5", "7000", "12.5", "1,200.50"]),
+    ("date", ["01/02/2019", "2019-02-01", "1.2.19", "01 Feb 2019", "Feb 1, 2019", "01-FEB-19",
+              "2019-02-01 10:30:00", "13/25/2019", "31/02/2019", "10.00", "March 2019"],
+     ["2019-02-01"] * 7 + ["13/25/2019", "31/02/2019", "10.00", "March 2019"]),
+    ("date:mdy", ["01/02/2019", "2019-02-01", "02/15/2019", "15/02/2019"],
+     ["2019-01-02", "2019-02-01", "2019-02-15", "2019-02-15"]),
+    ("date:ymd", ["19/02/01", "2019/02/01", "01/02/2019"], ["2019-02-01", "2019-02-01", "2019-01-02"]),
+])
+def test_canonical_forms(comparator, values, expected):
+    assert canonicalise(comparator, values)[0].tolist() == expected
+
+
+def test_which_values_parse():
+    assert canonicalise("date", ["soon", "01/02/2019", "2019-02-01"])[1].tolist() == [False, True, True]
+    assert canonicalise("number", ["1,2", "1200.5", "-0"])[1].tolist() == [False, True, True]
+    assert canonicalise("alnum", ["--", "a"])[1].tolist() == [False, True]
+    assert canonicalise("casefold", ["--"])[1].tolist() == [True]
+
+
+@pytest.mark.parametrize("comparator", [c for c in COMPARATORS if c != "exact"])
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet="0123456789/.-, $ABCabc:", max_size=12), min_size=1, max_size=8))
+def test_a_canonical_form_is_its_own_canonical_form(comparator, values):
+    forms, parsed = canonicalise(comparator, values)
+    again, parsed_again = canonicalise(comparator, forms)
+    if comparator == "number:comma":  # its plain decimals are not read back (module docstring)
+        parsed_forms = forms[parsed & ~np.char.count(forms.astype(str), ".").astype(bool)]
+        assert canonicalise(comparator, parsed_forms)[0].tolist() == parsed_forms.tolist()
+        return
+    assert again.tolist() == forms.tolist()
+    assert parsed_again[parsed].all()
+
+
+DATE_FORMATS = ["%d/%m/%Y", "%d-%m-%Y", "%d.%m.%Y", "%d %b %Y", "%d %B %Y", "%b %d, %Y", "%d/%m/%y",
+                "%d-%b-%y"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dates(datetime.date(1971, 1, 1), datetime.date(2068, 12, 31)), st.sampled_from(DATE_FORMATS))
+def test_dates_agree_with_dateutil(day, fmt):
+    """Day-first dates read as python-dateutil reads them with ``dayfirst=True``."""
+    text = day.strftime(fmt)
+    reference = dateutil_parser.parse(text, dayfirst=True).date()
+    if "%y" in fmt:  # two-digit years pivot at 70 here, on today's date in dateutil
+        reference = reference.replace(year=day.year)
+    assert canonicalise("date", [text])[0][0] == reference.isoformat() == day.isoformat()
+    assert canonicalise("date", [day.isoformat()])[0][0] == day.isoformat()
+
+
+def test_rules_globs_and_names():
+    assert parse_rule(" *.price = Number ") == ("*.price", "number")
+    assert resolve([("*.price", "number"), ("menu.price", "exact")], ["menu.price", "sub.price"]) == {
+        "sub.price": "number"}
+    assert unmatched_rules([("*.price", "number"), ("dat", "date:dmy")], ["menu.price", "date"]) == ["dat"]
+    for bad in ("date", "=date", "date=", "date=dates"):
+        with pytest.raises(KievalOptionError, match="valid names: exact, casefold, alnum"):
+            parse_rule(bad)
+    with pytest.raises(KievalOptionError, match=r"\[0, 1\]"):
+        Normalizer(near_miss=1.5)
+
+
+def test_unparsed_values_are_counted_and_compared_as_they_are():
+    gt = dataset({"d": [("", "", "date", "01/02/2019"), ("", "", "date", "soon"), ("", "", "total", "x")]},
+                 "gt")
+    pred = dataset({"d": [("", "", "date", "2019-02-01"), ("", "", "date", "soon"), ("", "", "total", "y")]},
+                   "m")
+    result = evaluate(gt, {"m": pred}, normalizer=Normalizer.from_names(None, ["da*=date", "nothing=alnum"]))
+    m = result.models["m"]
+    assert m.entity.tp == 2
+    assert result.comparators == {"date": "date:dmy"}
+    assert result.comparators_unparsed == {"date": 2}
+    expected = "'nothing' matches no entity type; entity types: date, total"
+    assert any(expected in w for w in result.all_warnings)
+
+
+# --- naive oracle over the error list ---------------------------------------------------------
+
+
+def _levenshtein(a: str, b: str) -> int:
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
+    return row[-1]
+
+
+def _naive_cause(error: dict, gt_rows: list, pred_rows: list, normalizer: Normalizer,
+                 near_miss: float) -> str:
+    kind = error["kind"]
+    if kind == "substitution":
+        g, p = normalizer(error["gt_value"]), normalizer(error["pred_value"])
+        if any(canonicalise(c, [g])[0][0] == canonicalise(c, [p])[0][0] for c in FORMAT_COMPARATORS):
+            return "format"
+        similarity = 1 - _levenshtein(g, p) / max(len(g), len(p))
+        return "near_miss" if similarity >= near_miss else "other_value"
+    own_value = normalizer(error["gt_value"] if kind == "addition" else error["pred_value"])
+    other_rows = pred_rows if kind == "addition" else gt_rows
+    paired = error["pred_group"] if kind == "addition" else error["gt_group"]
+    paired = -1 if paired is None or paired != paired else int(paired)
+    if error["group_type"] != "" and paired == -1:  # an unmatched group: every place is elsewhere
+        place = None
+    else:
+        place = (error["entity_type"], error["group_type"], paired)
+    elsewhere = any(normalizer(value) == own_value and (etype, gtype, group) != place
+                    for gtype, group, etype, value in other_rows)
+    if kind == "deletion":
+        return "misplaced" if elsewhere else "hallucinated"
+    return "misplaced" if elsewhere else "missed"
+
+
+def _rows(docs: dict, doc_id: str) -> list:
+    """A document's entities as (group type, group index, entity type, value), the group
+    index as the loader numbers group keys (their order of appearance)."""
+    keys: dict = {}
+    out = []
+    for gtype, key, etype, value, *_ in docs.get(doc_id, []):
+        index = -1 if gtype == "" else keys.setdefault((gtype, key), len([k for k in keys if k[0] == gtype]))
+        out.append((gtype, index, etype, value))
+    return out
+
+
+VALUES = st.sampled_from(["1", "1.0", "10", "A", "a", "B", "x y", "01/02/2019", "2019-02-01", "1,000",
+                          "1000"])
+
+
+@st.composite
+def valued_corpus(draw):
+    gt, pred = draw(corpus())
+
+    def revalue(docs):
+        return {d: [(*r[:3], draw(VALUES), *r[4:]) for r in rows] for d, rows in docs.items()}
+
+    return revalue(gt), revalue(pred)
+
+
+@settings(max_examples=120, deadline=None)
+@given(valued_corpus(), st.sampled_from([0.5, 0.8, 1.0]), st.booleans())
+def test_causes_equal_a_naive_oracle(data, near_miss, casefold):
+    gt_docs, pred_docs = data
+    normalizer = Normalizer(casefold=casefold, near_miss=near_miss)
+    m = evaluate(dataset(gt_docs, "gt"), {"m": dataset(pred_docs, "m")}, normalizer=normalizer).models["m"]
+    errors = m.errors
+    for error in errors.to_dict("records"):
+        doc = error["doc_id"]
+        expected = _naive_cause(error, _rows(gt_docs, doc), _rows(pred_docs, doc), normalizer, near_miss)
+        assert error["cause"] == expected, error
+
+
+# --- properties ----------------------------------------------------------------------------
+
+
+@settings(max_examples=120, deadline=None)
+@given(valued_corpus())
+def test_every_correction_has_exactly_one_cause(data):
+    gt_docs, pred_docs = data
+    m = evaluate(dataset(gt_docs, "gt"), {"m": dataset(pred_docs, "m")}).models["m"]
+    errors = m.errors
+    assert errors["cause"].notna().all()
+    kinds_and_causes = zip(errors["kind"], errors["cause"], strict=True)
+    assert all(cause in CAUSES_OF_KIND[kind] for kind, cause in kinds_and_causes)
+    for kind, causes in m.causes.items():
+        assert sum(causes.values()) == getattr(m.corrections, kind)
+    for table in (m.documents, m.by_entity_type, m.by_group_type):
+        assert (table[CAUSE_COLUMNS].sum(axis=1) == table["errors"]).all()
+    total_format = m.causes["substitution"]["format"]
+    assert m.aligned <= m.aligned_if_format_right
+    denominator = m.entity.tp + m.corrections.total
+    expected = (m.entity.tp + total_format) / denominator if denominator else 1.0
+    assert m.aligned_if_format_right == pytest.approx(expected)
+    detail = m.detail()
+    for side in (detail.gt_entities, detail.pred_entities):
+        assert (side["cause"].isna() == (side["status"] == "correct")).all()
+
+
+FIELDS = ("date", "total", "name")
+PAIR_VALUES = st.sampled_from(["01/02/2019", "2019-02-01", "1 Feb 2019", "02/01/2019", "1,000.00", "1000",
+                               "$1000", "ACME", "acme.", "Acme Ltd", "x", "1.000,00"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(FIELDS), PAIR_VALUES, PAIR_VALUES), min_size=1, max_size=3,
+                unique_by=lambda t: t[0]))
+def test_the_comparator_that_makes_a_format_pair_equal_makes_it_a_tp(pairs):
+    """One value per field on each side (non-group): declaring, for a field, a comparator that
+    makes its format pair equal turns that pair into a TP, and an ``other_value`` pair stays a
+    substitution with cause ``other_value`` under every comparator."""
+    gt = dataset({"d": [("", "", f, g) for f, g, _ in pairs]}, "gt")
+    pred = dataset({"d": [("", "", f, p) for f, _, p in pairs]}, "m")
+    before = evaluate(gt, {"m": pred}).models["m"].errors.set_index("entity_type")
+    for field, g, p in pairs:
+        if g == p:
+            continue
+        fixing = fixing_comparators([g], [p])[0]
+        cause = before.loc[field, "cause"]
+        assert (cause == "format") == fixing.any()
+        for comparator, fixes in zip(FORMAT_COMPARATORS, fixing, strict=True):
+            after = evaluate(gt, {"m": pred}, normalizer=Normalizer(comparators=((field, comparator),)))
+            errors = after.models["m"].errors.set_index("entity_type")
+            if fixes:
+                assert field not in errors.index
+            if cause == "other_value":
+                assert errors.loc[field, ["kind", "cause"]].tolist() == ["substitution", "other_value"]
+            others = [f for f, _, _ in pairs if f != field]
+            assert errors.reindex(others)["cause"].tolist() == before.reindex(others)["cause"].tolist()
+
+
+def test_substitution_causes_on_pairs():
+    causes = substitution_causes(["ACME", "1,000.00", "Pears", "Pear", "7000"],
+                                 ["acme", "1000", "Pear", "Pea", "1000"])
+    assert causes.tolist() == ["format", "format", "near_miss", "other_value", "other_value"]  # 0.8, 0.75
