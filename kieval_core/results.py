@@ -334,14 +334,6 @@ class EvaluationResult:
                 for pattern in unmatched_rules(self.normalizer.comparators, types)]
 
 
-def causes_of(counts: pd.Series) -> dict[str, dict[str, int]] | None:
-    """``{kind: {cause: n}}`` from a row of counts with the ``<kind>_<cause>`` columns (None
-    without them)."""
-    if "substitution_format" not in counts.index:
-        return None
-    return {kind: {cause: int(counts[f"{kind}_{cause}"]) for cause in causes}
-            for kind, causes in CAUSES_OF_KIND.items()}
-
     def to_frame(self) -> pd.DataFrame:
         """Every model's per-document table, one after the other, with a ``model`` column first."""
         frames = [m.documents.assign(model=name) for name, m in self.models.items()]
@@ -354,6 +346,15 @@ def causes_of(counts: pd.Series) -> dict[str, dict[str, int]] | None:
         from .notebook import result_html  # the notebook view reads this module
 
         return result_html(self)
+
+
+def causes_of(counts: pd.Series) -> dict[str, dict[str, int]] | None:
+    """``{kind: {cause: n}}`` from a row of counts with the ``<kind>_<cause>`` columns (None
+    without them)."""
+    if "substitution_format" not in counts.index:
+        return None
+    return {kind: {cause: int(counts[f"{kind}_{cause}"]) for cause in causes}
+            for kind, causes in CAUSES_OF_KIND.items()}
 
 
 def reported_metrics(result: EvaluationResult, headline: bool = False) -> list[Metric]:
