@@ -115,8 +115,12 @@ def match_stack(shared: np.ndarray, substitutable: np.ndarray, exact: np.ndarray
         at = np.flatnonzero(folded)
         candidates = _injections(n_pred, n_gt)
         if candidates is not None:  # small blocks: every pairing at once, no solver
-            best = weights[:, candidates[0], candidates[1]].sum(axis=2).argmax(axis=1)
-            rows[at], cols[at] = candidates[0][best], candidates[1][best]
+            step = max(1, _ENUMERATION_CELLS // candidates[0].size)  # bounded temporary arrays
+            for start in range(0, len(at), step):
+                part = weights[start:start + step]
+                best = part[:, candidates[0], candidates[1]].sum(axis=2).argmax(axis=1)
+                rows[at[start:start + step]] = candidates[0][best]
+                cols[at[start:start + step]] = candidates[1][best]
         else:
             for i, w in zip(at, weights, strict=True):
                 rows[i], cols[i] = _solve(w)
@@ -136,6 +140,8 @@ def match_stack(shared: np.ndarray, substitutable: np.ndarray, exact: np.ndarray
 
 #: Blocks with at most this many pairings of size min(N, M) are solved by enumeration.
 MAX_ENUMERATED = 720
+#: Weights gathered at once when enumerating (blocks x pairings x pairs): 32 MiB of floats.
+_ENUMERATION_CELLS = 1 << 22
 
 
 @functools.lru_cache(maxsize=256)
