@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 #: Default byte budget of entries no session holds (``KIEVAL_IDLE_CACHE_MB`` overrides).
 IDLE_BYTES = 64 * 2**20
@@ -291,9 +292,12 @@ class Store:
 
     @staticmethod
     def trim() -> None:
-        """Collect garbage and give freed memory back to the operating system."""
+        """Collect garbage and give freed memory back to the operating system: the C heap's
+        and Arrow's memory pool's (mimalloc keeps freed pages for reuse otherwise; the
+        values of every dataset are Arrow text)."""
         gc.collect()
         _malloc_trim()
+        pa.default_memory_pool().release_unused()
 
     def _held(self) -> set[Hashable]:
         return set().union(*self._holders.values()) if self._holders else set()

@@ -1,0 +1,196 @@
+"""A full server under hostile and heavy uploads: admission, the busy answer and release.
+
+    python bench/bench_admission.py [--budget-mb 1500] [--sessions 8] [--gt-mb 51]
+                                    [--observe 30] [--release 90] [--json OUT]
+
+One ``streamlit run app.py`` server with ``KIEVAL_MEMORY_BUDGET_MB=--budget-mb``; one
+headless Chromium (Debian's), each session in its own browser context.
+
+1. Idle: one observer session switches pages for ``--observe`` seconds: idle p50.
+2. Load: ``--sessions`` sessions at once each upload a ground truth: the even ones a
+   different ``--gt-mb`` MB JSONL (CORD v2 receipts under new ids), the odd ones a 1 MB zip
+   bomb (one member of 1000 MiB of blanks). Meanwhile the observer keeps switching pages.
+   Each upload session's outcome is read from its alerts: loaded, busy ("the server is
+   busy"), refused by a limit ("above the limit"), or anything else.
+3. Release: every tab is closed; the server's RSS is sampled every 5 s for ``--release``
+   seconds, with nobody else coming or going.
+
+Bars (issue 22): server RSS peak under the budget + 500 MiB; every session that was not
+loaded sees the busy or the limit message; the observer's page switches under load within
+2x its idle p50; RSS within 20% of its start within ``--release`` seconds of closing.
+
+The server's memory stays under ~2 GiB with the default budget; the browsers take about as
+much (keep the whole run under 4 GiB on a shared machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import streamlit_harness as harness  # noqa: E402
+from app_facts import APP_PAGES, APP_SCRIPT, APP_UPLOAD_GT  # noqa: E402
+from bench_load import Monitor, log, open_session, switch_pages  # noqa: E402
+
+MIB = 2**20
+TIMEOUT_MS = 300_000
+SAMPLE_GT = HERE.parent / "sample_data" / "cord_v2_gt.jsonl"
+OUTCOMES = {"loaded": "loaded as the ground truth", "busy": "the server is busy", "limit": "above the limit"}
+
+
+def write_ground_truth(path: Path, megabytes: int, prefix: str) -> Path:
+    records = [json.loads(line) for line in SAMPLE_GT.read_text("utf-8").splitlines()]
+    with path.open("w", encoding="utf-8") as out:
+        copy = 0
+        while out.tell() < megabytes * 1_000_000:
+            for record in records:
+                out.write(json.dumps({**record, "doc_id": f"{prefix}{copy}_{record['doc_id']}"}) + "\n")
+            copy += 1
+    return path
+
+
+def write_bomb(path: Path) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive, archive.open("d0.json", "w") as member:
+        for _ in range(1000):
+            member.write(b" " * MIB)
+    return path
+
+
+async def upload_one(browser, url: str, path: Path) -> dict:
+    page, _ = await open_session(browser, url)
+    start = time.perf_counter()
+    await page.locator(APP_UPLOAD_GT).locator("input[type=file]").set_input_files(str(path))
+    text = ""
+    while time.perf_counter() - start < TIMEOUT_MS / 1000:
+        alerts = page.get_by_test_id("stAlert")
+        text = " | ".join([await a.inner_text() for a in await alerts.all()])
+        if any(marker in text for marker in OUTCOMES.values()):
+            break
+        await asyncio.sleep(0.5)
+    await harness.async_wait_idle(page, TIMEOUT_MS)
+    outcome = next((k for k, marker in OUTCOMES.items() if marker in text), "other")
+    shown = next((line for line in text.split(" | ") if path.name in line), text)[:300]
+    return {"file": path.name, "outcome": outcome, "seconds": round(time.perf_counter() - start, 1),
+            "message": shown, "page": page}
+
+
+async def observe(page, stop: asyncio.Event) -> list[float]:
+    """Switch pages until ``stop`` is set (the action in flight ends first): latencies."""
+    titles = list(APP_PAGES)
+    latencies, k = [], 1
+    while not stop.is_set():
+        link = harness.nav_link(page, titles[k % len(titles)])
+        result = await harness.async_timed_action(page, link.click, TIMEOUT_MS)
+        latencies.append(result["ms"])
+        k += 1
+    return latencies
+
+
+async def run(args) -> dict:
+    from playwright.async_api import async_playwright
+
+    report: dict = {"date": dt.datetime.now().isoformat(timespec="seconds"), "budget_mb": args.budget_mb,
+                    "app_commit": harness.git_commit(HERE.parent), "sessions": args.sessions}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        bomb = write_bomb(folder / "bomb.zip")
+        files = [write_ground_truth(folder / f"gt_{i}.jsonl", args.gt_mb, f"s{i}_") if i % 2 == 0 else bomb
+                 for i in range(args.sessions)]
+        env = {"KIEVAL_MEMORY_BUDGET_MB": str(args.budget_mb)}
+        with harness.streamlit_server(HERE.parent / APP_SCRIPT, HERE.parent, env=env) as server:
+            async with async_playwright() as playwright:
+                browser = await harness.launch_chromium(playwright)
+                try:
+                    report["machine"] = harness.machine(browser.version)
+                    monitor = Monitor(server)
+                    observer, _ = await open_session(browser, server.url)
+                    await asyncio.sleep(5)
+                    report["rss_start_mib"] = start = monitor.rss_mib()
+                    log(f"idle: observer switching pages for {args.observe:.0f} s")
+                    idle = await switch_pages(observer, 0, time.perf_counter() + args.observe)
+                    idle_ms = [ms for _, ms, _ in idle["samples"]]
+                    log(f"load: {args.sessions} sessions uploading at once")
+                    monitor.start_peak()
+                    stop = asyncio.Event()
+                    watching = asyncio.create_task(observe(observer, stop))
+                    done = await asyncio.gather(*(upload_one(browser, server.url, f) for f in files))
+                    stop.set()
+                    loaded_ms = await watching
+                    peak = await monitor.stop_peak()
+                    log("closing every tab")
+                    await asyncio.gather(*(d["page"].context.close() for d in done), observer.context.close())
+                    closed_at = time.perf_counter()
+                    release = []
+                    while time.perf_counter() - closed_at < args.release:
+                        await asyncio.sleep(5)
+                        release.append((round(time.perf_counter() - closed_at), monitor.rss_mib()))
+                finally:
+                    await browser.close()
+    within = [t for t, rss in release if rss <= start * 1.2]
+    outcomes = [{k: v for k, v in d.items() if k != "page"} for d in done]
+    report.update({
+        "idle_ms": harness.summary(idle_ms),
+        "under_load_ms": harness.summary(loaded_ms),
+        "rss_peak_mib": peak,
+        "uploads": outcomes,
+        "release_mib": release,
+        "seconds_to_within_20pct": within[0] if within else None,
+        "bars": {
+            "peak_under_budget_plus_500": peak < args.budget_mb + 500,
+            "refused_see_busy_or_limit": all(o["outcome"] in OUTCOMES for o in outcomes),
+            "switches_within_2x_idle_p50": (harness.summary(loaded_ms)["p50"]
+                                            <= 2 * harness.summary(idle_ms)["p50"]),
+            "rss_within_20pct_in_time": bool(within),
+        },
+    })
+    return report
+
+
+def markdown(report: dict) -> str:
+    idle, load = report["idle_ms"], report["under_load_ms"]
+    counts: dict[str, int] = {}
+    for o in report["uploads"]:
+        counts[o["outcome"]] = counts.get(o["outcome"], 0) + 1
+    lines = [
+        f"| {report['sessions']} sessions at once, budget {report['budget_mb']:,} MiB | |",
+        "|---|---:|",
+        f"| server RSS start / peak (MiB) | {report['rss_start_mib']:.0f} / {report['rss_peak_mib']:.0f} |",
+        f"| outcomes | {', '.join(f'{k} {v}' for k, v in sorted(counts.items()))} |",
+        f"| observer page switch p50 idle / under load (ms) | {idle['p50']:.0f} / {load['p50']:.0f} |",
+        "| RSS after closing every tab (s: MiB) | "
+        f"{', '.join(f'{t}: {r:.0f}' for t, r in report['release_mib'])} |",
+        f"| seconds until RSS within 20% of its start | {report['seconds_to_within_20pct']} |",
+    ]
+    lines += [f"| bar: {k} | {'yes' if v else '**no**'} |" for k, v in report["bars"].items()]
+    lines += [f"| {o['file']} | {o['outcome']} after {o['seconds']} s: {o['message']!r} |"
+              for o in report["uploads"]]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--budget-mb", type=int, default=1500)
+    parser.add_argument("--sessions", type=int, default=8)
+    parser.add_argument("--gt-mb", type=int, default=51)
+    parser.add_argument("--observe", type=float, default=30, help="seconds of page switching, idle")
+    parser.add_argument("--release", type=float, default=90, help="seconds of RSS sampling after closing")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    report = asyncio.run(run(args))
+    print(markdown(report))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
