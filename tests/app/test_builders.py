@@ -166,7 +166,10 @@ def test_curves_are_steps_through_real_operating_points(strong):
     shown = automation.operating_points(strong.curve)
     assert set(shown["threshold"]) <= set(strong.curve["threshold"])  # never interpolated
     trade = automation.tradeoff_figure(strong.curve, 0.5, 0.95)
-    assert trade.data[0].line.shape == "vh"
+    # points run from most to least automation: each keeps its accuracy down to the next
+    # point's automation (horizontal first), never showing the next accuracy at its own
+    x, y = trade.data[0].x, trade.data[0].y
+    assert trade.data[0].line.shape == "hv" and (np.diff(x) <= 0).all() and (np.diff(y) >= -1e-12).all()
     assert set(trade.data[0].customdata[:, 0]) <= set(strong.curve["threshold"])
 
 
