@@ -325,6 +325,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from .review import Costs
     from .runs import RunStage
     from .safe_text import csv_text, for_terminal
+    from .suggest import hint_lines
     from .tracking import MlflowTarget
 
     related = tuple(f.strip() for f in args.related_fields.split(",") if f.strip())
@@ -364,6 +365,11 @@ def _evaluate(args: argparse.Namespace) -> int:
             summary = _format_summary(summary_frame(result, report.figures))
         undefined = [str(w.message) for w in caught if issubclass(w.category, UndefinedMetricWarning)]
         print("\n".join(for_terminal(line) for line in summary.splitlines()))
+        if result.comparators:
+            compared = ", ".join(f"{t}={c}" for t, c in result.comparators.items())
+            print(for_terminal(f"comparators: {compared}"))
+        for line in hint_lines(result):
+            print(for_terminal(f"try: {line}"))
         for warning in [*result.all_warnings, *dict.fromkeys(undefined)]:
             _say(f"warning: {warning}")
         if json_out is not None:

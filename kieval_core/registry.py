@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .causes import CAUSES_OF_KIND
 from .errors import KievalOptionError
 from .peer_families import FAMILY_FUNCTIONS, PeerFigures, PeerOptions
 
@@ -70,6 +71,36 @@ def _kieval(key: str, label: str, column: str, higher: bool, definition: str, ho
     return Metric(key, label, "kieval", higher, definition, how, citation, _corpus(column), headline, column)
 
 
+CAUSE_LABELS = {"substitution": "Subs", "deletion": "Dels", "addition": "Adds"}
+#: (kind, cause) -> (definition, how to read), SPEC 2c.
+CAUSE_DEFINITIONS = {
+    ("substitution", "format"): (
+        "Substitutions whose values are equal under a comparator: alnum (case, spaces, "
+        "punctuation), number, or a date in any of the three orders.",
+        "Only the format differs: declare a comparator (--compare) or fix the output format."),
+    ("substitution", "near_miss"): (
+        "Other substitutions whose normalised Levenshtein similarity is at least the near-miss "
+        "threshold (default 0.8).", "Typos and OCR slips: a character or two."),
+    ("substitution", "other_value"): (
+        "The remaining substitutions.", "A different value altogether."),
+    ("deletion", "misplaced"): (
+        "Deletions of a value the GT document holds under another entity type or in another group.",
+        "Right value, wrong field or wrong line."),
+    ("deletion", "hallucinated"): (
+        "Deletions of a value the GT document does not hold anywhere else.", "Invented or duplicated."),
+    ("addition", "misplaced"): (
+        "Additions of a value the prediction holds under another entity type or in another group.",
+        "Found, but put in the wrong field or line."),
+    ("addition", "missed"): (
+        "Additions of a value the prediction does not hold anywhere.", "Not extracted at all."),
+}
+
+def _cause_metrics(kind: str) -> tuple[Metric, ...]:
+    return tuple(_kieval(f"kieval.causes.{kind}.{cause}", f"{CAUSE_LABELS[kind]}: {cause.replace('_', ' ')}",
+                         f"{kind}_{cause}", False, *CAUSE_DEFINITIONS[kind, cause])
+                 for cause in CAUSES_OF_KIND[kind])
+
+
 METRICS: tuple[Metric, ...] = (
     _kieval("kieval.entity.f1", "KIEval entity F1", "f1", True,
             "Micro F1 of entities after one-to-one group matching: a value counts only in the "
@@ -89,6 +120,12 @@ METRICS: tuple[Metric, ...] = (
             "corrections a person must make.",
             "Accuracy a reviewer experiences: 0.9 means one fix for every nine right fields.",
             headline=True),
+    _kieval("kieval.aligned_if_format_right", "KIEval_Aligned if formats were right",
+            "aligned_if_format_right", True,
+            "(TP + format substitutions) / (TP + Subs + Add + Del): KIEval_Aligned if every substitution "
+            " that differs only in format were right.",
+            "About what declaring comparators (--compare date=date) would bring; equal to "
+            "KIEval_Aligned when no error is a format error."),
     _kieval("kieval.corrections.total", "Corrections", "errors", False,
             "Substitutions + additions + deletions a person needs to turn the prediction into "
             "the ground truth.", "Manual work; compare with FP + FN, which counts a wrong "
@@ -96,11 +133,14 @@ METRICS: tuple[Metric, ...] = (
     _kieval("kieval.corrections.substitution", "Substitutions", "substitution", False,
             "Wrong values in a matched cell: min(FP, FN) per group pair and entity type.",
             "Values to retype."),
+    *_cause_metrics("substitution"),
     _kieval("kieval.corrections.addition", "Additions", "addition", False,
             "Missing values that must be added (unmatched FN).", "Values to add; review of "
             "predictions never fixes these."),
+    *_cause_metrics("addition"),
     _kieval("kieval.corrections.deletion", "Deletions", "deletion", False,
             "Spurious values that must be deleted (unmatched FP).", "Values to delete."),
+    *_cause_metrics("deletion"),
     _kieval("kieval.fp_plus_fn", "FP + FN", "fp_plus_fn", False,
             "Conventional error count, for comparison with corrections (the paper's Table 3).",
             "Overstates work: a substitution is one FP and one FN."),

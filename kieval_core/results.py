@@ -150,6 +150,8 @@ class ModelResult:
         """One corpus figure (a Python number); group figures are None without GT groups."""
         if column.startswith("group_") and self.group is None:
             return None
+        if column not in self.corpus.index:  # causes of a run saved before they were counted
+            return None
         value = self.corpus[column]
         return int(value) if float(value).is_integer() and column not in _SCORES else float(value)
 

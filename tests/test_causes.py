@@ -341,3 +341,45 @@ def test_substitution_causes_on_pairs():
     causes = substitution_causes(["ACME", "1,000.00", "Pears", "Pear", "7000"],
                                  ["acme", "1000", "Pear", "Pea", "1000"])
     assert causes.tolist() == ["format", "format", "near_miss", "other_value", "other_value"]  # 0.8, 0.75
+
+
+# --- command line ----------------------------------------------------------------------------
+
+
+def test_the_summary_prints_causes_and_the_comparator_to_try(tmp_path, capsys):
+    pred = {**RPA_PRED, "date": {"value": "2019-02-01", "confidence": 0.4}}
+    gt_file, pred_file = _files(tmp_path, RPA_GT, pred)
+    assert main(["evaluate", "--gt", str(gt_file), "--pred", str(pred_file)]) == 0
+    out = capsys.readouterr().out
+    assert "Subs: format" in out and "Adds: missed" in out and "KIEval_Aligned if formats were right" in out
+    assert "try: m: --compare date=date would raise KIEval_Aligned from 0.6364 to 0.7273" in out
+    assert main(["evaluate", "--gt", str(gt_file), "--pred", str(pred_file), "--compare", "date=date"]) == 0
+    out = capsys.readouterr().out
+    assert "comparators: date=date:dmy" in out and "try:" not in out
+
+
+def test_gates_on_causes(tmp_path):
+    gt_file, pred_file = _files(tmp_path, RPA_GT, RPA_PRED)
+    base = ["evaluate", "--gt", str(gt_file), "--pred", str(pred_file)]
+    assert main([*base, "--gate", "kieval.causes.addition.missed<=1"]) == 0
+    assert main([*base, "--gate", "kieval.causes.substitution.near_miss<=0"]) == 3
+    assert main([*base, "--gate", "kieval.aligned_if_format_right>=0.6"]) == 0
+    assert main([*base, "--gate", "kieval.causes.addition.missed>=1"]) == 2  # wrong direction
+
+
+@pytest.mark.parametrize("option", ["date=dates", "date", "=date", "date="])
+def test_bad_comparators_exit_2_listing_the_names(tmp_path, capsys, option):
+    gt_file, pred_file = _files(tmp_path, RPA_GT, RPA_PRED)
+    assert main(["evaluate", "--gt", str(gt_file), "--pred", str(pred_file), "--compare", option]) == 2
+    err = capsys.readouterr().err
+    names = "exact, casefold, alnum, number, number:comma, date, date:dmy, date:mdy, date:ymd"
+    assert f"valid names: {names}" in err
+    assert "Traceback" not in err
+
+
+def test_a_glob_matching_nothing_is_a_warning(tmp_path, capsys):
+    gt_file, pred_file = _files(tmp_path, RPA_GT, RPA_PRED)
+    argv = ["evaluate", "--gt", str(gt_file), "--pred", str(pred_file), "--compare", "*.prize=number"]
+    assert main(argv) == 0
+    assert "warning: the comparator declared for '*.prize' matches no entity type; entity types: address" in (
+        capsys.readouterr().err)
