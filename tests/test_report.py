@@ -76,6 +76,9 @@ def test_errors_csv(tmp_path):
     assert list(errors.columns) == ["model", "doc_id", "group_type", "gt_group", "pred_group",
                                     "entity_type", "gt_value", "pred_value", "kind", "cause", "confidence",
                                     "page", "gt_box", "pred_box"]
+    assert (errors.loc[errors["kind"] == "addition", "gt_box"] != "").all()
+    assert (errors.loc[errors["kind"] == "deletion", "pred_box"] != "").all()
+    assert errors["gt_box"].str.match(r"^$|^\[\d+, \d+, \d+, \d+\]$").all()
     model = evaluate(SAMPLE_DATA / "cord_v2_gt.jsonl", SAMPLE_DATA / "sim_strong.jsonl").models["sim_strong"]
     counts = errors["kind"].value_counts()
     assert counts["substitution"] == model.corrections.substitution
