@@ -5,12 +5,14 @@ import re
 
 import streamlit as st
 
-from kieval_app import error_analysis, session
+from kieval_app import error_analysis, session, sidebar
 from kieval_app.columns import shown
 from kieval_app.diff import table_html
 from kieval_app.style import KIND_LABELS, KINDS
 from kieval_app.text import md, number
+from kieval_core.causes import CAUSES
 from kieval_core.results import top_confusions
+from kieval_core.suggest import suggested_comparators
 
 ws = session.current()
 session.require_models(ws)
@@ -24,6 +26,47 @@ st.caption(
     f"{number(c.addition)} additions, {number(c.deletion)} deletions) against "
     f"{number(model.entity.fp + model.entity.fn)} FP + FN."
 )
+
+if model.causes is not None and c.total:
+    st.subheader("Why: corrections per field by cause")
+    st.plotly_chart(
+        session.view("errors_causes", lambda: error_analysis.causes_by_type_figure(model), name),
+        key="errors_causes",
+        config={"displayModeBar": False},
+    )
+    shares = session.view("format_shares", lambda: error_analysis.format_shares(model), name)
+    top = shares[shares["format"] > 0].head(1)
+    if len(top):
+        row = top.iloc[0]
+        st.markdown(
+            f"**{row['share']:.0%} of `{md(row['entity_type'])}` substitutions differ only in format** "
+            f"({number(row['format'])} of {number(row['substitution'])}); in all, "
+            f"{number(model.causes['substitution']['format'])} format-only substitutions. "
+            f"KIEval_Aligned would be {model.aligned_if_format_right:.1%} instead of {model.aligned:.1%} "
+            "if they were right."
+        )
+        suggestions = session.view(
+            "suggestions", lambda: suggested_comparators(model, ws.result.normalizer), name
+        )
+        for s in suggestions[suggestions["fixes"] > 0].head(3).itertuples():
+            st.button(
+                f"Compare `{md(s.entity_type)}` as {s.comparator} "
+                f"(fixes {number(s.fixes)} of {number(s.format)})",
+                key=f"errors_compare_{s.entity_type}",
+                on_click=sidebar.add_comparator,
+                args=(s.entity_type, s.comparator),
+                icon=":material/rule:",
+                help="Re-scores every model with this comparator; undo it in the sidebar (Scoring)",
+            )
+    st.caption(
+        "Format only: equal once case, spaces, punctuation, number or date format are ignored. Near "
+        f"miss: similarity at least {ws.result.normalizer.near_miss:g}. Misplaced: the value is there, "
+        "under another field or in another line. Hallucinated: nowhere in the ground truth. Missed: "
+        "nowhere in the prediction."
+    )
+    if ws.result.comparators:
+        compared = ", ".join(f"{md(t)} as {n}" for t, n in ws.result.comparators.items())
+        st.caption(f"Compared: {compared}.")
 
 left, right = st.columns(2)
 with left:
@@ -68,7 +111,7 @@ else:
     )
 
 st.subheader("All corrections")
-f1, f2, f3 = st.columns([2, 3, 3])
+f1, f2, f4, f3 = st.columns([2, 3, 2, 3])
 kinds = f1.multiselect(
     "Kind",
     KINDS,
@@ -82,16 +125,20 @@ session.keep_valid("errors_types", type_options)
 entity_types = f2.multiselect(
     "Field", type_options, key="errors_types", placeholder="every field", persist_state="session"
 )
+causes = f4.multiselect(
+    "Cause", list(CAUSES), key="errors_causes_filter", placeholder="every cause", persist_state="session"
+)
 search = f3.text_input(
     "Search document id or value", key="errors_search", placeholder="plain text", persist_state="session"
 )
 errors = session.view(
     "errors_filtered",
-    lambda: error_analysis.filter_errors(model.errors, kinds, entity_types, search),
+    lambda: error_analysis.filter_errors(model.errors, kinds, entity_types, search, causes),
     name,
     tuple(kinds),
     tuple(entity_types),
     search,
+    tuple(causes),
 )
 frame, columns = shown(
     errors if model.group is not None else errors.drop(columns=["group_type", "gt_group", "pred_group"])

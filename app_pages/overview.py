@@ -119,7 +119,7 @@ if best:
 st.caption(
     "Scores are micro averages over all documents; KIEval matches line items before counting. "
     "Flat entity F1 ignores which line a value is on. "
-    f"Values are compared after: {md(result.normalizer.description)}."
+    f"Values are compared after: {md(result.comparison)}."
 )
 
 st.markdown("**Corrections a person must make, beside FP + FN**")

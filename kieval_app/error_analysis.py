@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from kieval_core import ModelResult
+from kieval_core.causes import CAUSES_OF_KIND
 from kieval_core.safe_text import csv_text
 
 from .diff import diff_html
@@ -116,17 +117,63 @@ def f1_by_type_figure(model: ModelResult, top: int = 30) -> go.Figure:
     return fig
 
 
+#: Every (kind, cause) of SPEC 2c (kinds in the page's order), its label and colour.
+CAUSE_SERIES = [(kind, cause) for kind in ("substitution", "addition", "deletion")
+                for cause in CAUSES_OF_KIND[kind]]
+CAUSE_LABELS = {(kind, cause): f"{kind}: {'format only' if cause == 'format' else cause.replace('_', ' ')}"
+                for kind, cause in CAUSE_SERIES}
+CAUSE_COLORS = dict(zip(CAUSE_SERIES, ["#56B4E9", "#0072B2", "#003f63", "#F0E442", "#E69F00", "#CC79A7",
+                                       "#D55E00"], strict=True))
+
+
+def causes_by_type_figure(model: ModelResult, top: int = 25) -> go.Figure:
+    """Why: stacked horizontal bars of the corrections per entity type by cause (SPEC 2c)."""
+    table = corrections_by_type(model)
+    table = table[table["errors"] > 0].head(top)
+    table = table.merge(model.by_entity_type, on="entity_type", suffixes=("", "_"))
+    types = [plain(t, 40) for t in table["entity_type"]]
+    fig = go.Figure()
+    for kind, cause in CAUSE_SERIES:
+        label = CAUSE_LABELS[kind, cause]
+        fig.add_bar(y=types, x=table[f"{kind}_{cause}"], orientation="h", name=label,
+                    marker_color=CAUSE_COLORS[kind, cause],
+                    hovertemplate="%{y}<br>" + label + ": %{x}<extra></extra>")
+    fig.update_layout(
+        **base_layout(height=150 + 24 * max(len(types), 3)),
+        barmode="stack",
+        xaxis_title="corrections",
+        yaxis={"autorange": "reversed"},
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "traceorder": "normal"},
+    )
+    return fig
+
+
+def format_shares(model: ModelResult) -> pd.DataFrame:
+    """Per entity type with substitutions: the share of them that differ only in format,
+    largest share of the most substitutions first."""
+    table = model.by_entity_type
+    table = table[table["substitution"] > 0]
+    out = pd.DataFrame({"entity_type": table["entity_type"], "format": table["substitution_format"],
+                        "substitution": table["substitution"]})
+    out["share"] = out["format"] / out["substitution"]
+    out = out.sort_values(["format", "entity_type"], ascending=[False, True], kind="stable")
+    return out.reset_index(drop=True)
+
+
 def filter_errors(
     errors: pd.DataFrame,
     kinds: Sequence[str] = (),
     entity_types: Sequence[str] = (),
     search: str = "",
+    causes: Sequence[str] = (),
 ) -> pd.DataFrame:
-    """Errors of the given kinds and entity types whose doc id or values contain ``search``
-    (case-insensitive, plain text: no regular expression)."""
+    """Errors of the given kinds, entity types and causes whose doc id or values contain
+    ``search`` (case-insensitive, plain text: no regular expression)."""
     mask = np.ones(len(errors), bool)
     if kinds:
         mask &= errors["kind"].isin(list(kinds)).to_numpy()
+    if causes and "cause" in errors:
+        mask &= errors["cause"].isin(list(causes)).to_numpy()
     if entity_types:
         mask &= errors["entity_type"].isin(list(entity_types)).to_numpy()
     if search.strip():

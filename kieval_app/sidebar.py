@@ -22,6 +22,7 @@ OPTION_DEFAULTS = {
     "opt_related": "",
     "opt_casefold": False,
     "opt_numbers": False,
+    "opt_comparators": (),
     "opt_cer": 0.30,
     "opt_structure": "uploaded",
 }
@@ -31,6 +32,18 @@ def init_options() -> None:
     for key, value in OPTION_DEFAULTS.items():
         st.session_state.setdefault(key, value)
     st.session_state.setdefault("opt_families", list(metric_registry.FAMILIES))
+
+
+def add_comparator(entity_type: str, comparator: str) -> None:
+    """Compare a field with a comparator (the Errors page's one-click choice); re-scores."""
+    rules = [r for r in st.session_state["opt_comparators"] if r[0] != entity_type]
+    st.session_state["opt_comparators"] = (*rules, (entity_type, comparator))
+
+
+def remove_comparator(entity_type: str) -> None:
+    """Compare a field exactly again (the sidebar's undo)."""
+    st.session_state["opt_comparators"] = tuple(r for r in st.session_state["opt_comparators"]
+                                                if r[0] != entity_type)
 
 
 def add_meta_key(key: str) -> None:
@@ -86,6 +99,15 @@ def render_options() -> AppOptions:
         st.checkbox(
             "Ignore separators inside numbers (45,500 = 45500)", key="opt_numbers", persist_state="session"
         )
+        for entity_type, comparator in st.session_state["opt_comparators"]:
+            st.button(
+                f"Compared as {comparator}: {md(entity_type)} (undo)",
+                key=f"opt_uncompare_{entity_type}",
+                on_click=remove_comparator,
+                args=(entity_type,),
+                icon=":material/undo:",
+                help="Compare this field exactly again (re-scores)",
+            )
         families = list(metric_registry.FAMILIES)
         st.multiselect(
             "Metric families",
@@ -130,6 +152,7 @@ def render_options() -> AppOptions:
         related_fields=parse_keys(st.session_state["opt_related"]),
         casefold=st.session_state["opt_casefold"],
         number_punctuation=st.session_state["opt_numbers"],
+        comparators=tuple(tuple(r) for r in st.session_state["opt_comparators"]),
         families=tuple(f for f in metric_registry.FAMILIES if f in wanted) or ("kieval",),
         cer_threshold=float(st.session_state["opt_cer"]),
         structure=st.session_state["opt_structure"],

@@ -196,6 +196,8 @@ class AppOptions:
     related_fields: tuple[str, ...] = ()
     casefold: bool = False
     number_punctuation: bool = False
+    #: Comparators declared per field (SPEC 2b), ``(entity type or glob, comparator)``.
+    comparators: tuple[tuple[str, str], ...] = ()
     families: tuple[str, ...] = ("kieval",)
     cer_threshold: float = 0.30
     structure: str = "uploaded"
@@ -216,7 +218,8 @@ class AppOptions:
 
     @property
     def normalizer(self) -> Normalizer:
-        return Normalizer(casefold=self.casefold, number_punctuation=self.number_punctuation)
+        return Normalizer(casefold=self.casefold, number_punctuation=self.number_punctuation,
+                          comparators=self.comparators)
 
     @property
     def peer_options(self) -> PeerOptions:

@@ -328,6 +328,13 @@ class EvaluationResult:
         return {t: int(total.get(t, 0)) for t in chosen}
 
     @property
+    def comparison(self) -> str:
+        """How values are compared, in words: the normaliser, then the fields' comparators
+        (shown under every headline table)."""
+        compared = "; ".join(f"{t} compared as {n}" for t, n in self.comparators.items())
+        return self.normalizer.description + (f"; {compared}" if compared else "")
+
+    @property
     def comparator_warnings(self) -> list[str]:
         """One warning per declared comparator whose entity type (or glob) matches none."""
         types = self.entity_types

@@ -353,6 +353,27 @@ def test_errors_filter_and_downloads(strong):
     assert set(frame_with(at, "doc_id", "kind")["doc_id"]) == {"validation_0003"}
 
 
+def test_errors_lead_with_why_and_one_click_compares(strong):
+    """The causes chart, the format-only share in words, a one-click comparator that
+    re-scores, its undo in the sidebar, and the error table filtered by cause."""
+    at = started()
+    open_page(at, "errors")
+    assert "format" in " ".join(m.value for m in at.markdown)
+    buttons = [b for b in at.button if b.key and b.key.startswith("errors_compare_")]
+    assert buttons, "no comparator offered"
+    field = buttons[0].key.removeprefix("errors_compare_")
+    before = strong.by_entity_type.set_index("entity_type").loc[field, "substitution_format"]
+    buttons[0].click().run()
+    assert any(k == field for k, _ in at.session_state["opt_comparators"])
+    undo = at.sidebar.button(key=f"opt_uncompare_{field}")
+    assert "(undo)" in undo.label
+    at.multiselect(key="errors_causes_filter").set_value(["missed"]).run()
+    assert len(frame_with(at, "doc_id", "kind")) == strong.causes["addition"]["missed"]
+    at.sidebar.button(key=f"opt_uncompare_{field}").click().run()
+    assert at.session_state["opt_comparators"] == ()
+    assert before > 0
+
+
 def _cards(at: AppTest) -> dict[str, str]:
     return {k: v for k, v in metric_values(at).items()}
 
