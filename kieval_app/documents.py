@@ -148,9 +148,8 @@ def alignment_rows(model: ModelResult, doc_id: str) -> list[tuple[list[str], str
             gt, pred = diff_html(row.gt_value, None)[0], diff_html(None, row.pred_value)[1]
         confidence = "" if row.confidence != row.confidence else f"{row.confidence:.3f}"
         pair = plain(pair_label(row.group_type, int(row.gt_group), int(row.pred_group)))
-        rows.append(
-            ([pair, plain(row.entity_type), gt, pred, confidence, plain(row.status)], row.status)
-        )
+        status = row.status if row.cause is None else f"{row.status}: {row.cause.replace('_', ' ')}"
+        rows.append(([pair, plain(row.entity_type), gt, pred, confidence, plain(status)], row.status))
     return rows
 
 

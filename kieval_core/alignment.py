@@ -69,9 +69,9 @@ def document_alignment(counted: Counted, doc_id: str) -> pd.DataFrame:
     """The document's entities aligned pair by pair.
 
     Columns ``group_type, gt_group, pred_group, entity_type, gt_value, pred_value,
-    confidence, status`` (status of the GT entity, or ``deleted`` for a prediction
-    without a partner); rows follow :func:`group_pairs`, GT reading order within a pair,
-    predictions without a GT partner last.
+    confidence, status, cause`` (status of the GT entity, or ``deleted`` for a prediction
+    without a partner; cause: SPEC 2c, None when correct); rows follow :func:`group_pairs`,
+    GT reading order within a pair, predictions without a GT partner last.
     """
     return _alignment(counted, doc_id).drop(columns=["gt_row", "pred_row"])
 
@@ -99,6 +99,7 @@ def _alignment(counted: Counted, doc_id: str, pairs: pd.DataFrame | None = None)
         "pred_value": pd.Series(pred_value, dtype=object),
         "confidence": confidence,
         "status": g["status"].astype(object).to_numpy(),
+        "cause": _causes(g),
         "gt_row": g_rows,
         "pred_row": partner,
         "_within": g["position"].to_numpy(np.float64),
@@ -114,6 +115,7 @@ def _alignment(counted: Counted, doc_id: str, pairs: pd.DataFrame | None = None)
         "pred_value": pd.Series(alone["value"].to_numpy(object), dtype=object),
         "confidence": alone["confidence"].to_numpy(np.float64),
         "status": alone["status"].astype(object).to_numpy(),
+        "cause": _causes(alone),
         "gt_row": np.full(len(alone), -1, np.int64),
         "pred_row": p_rows[is_alone],
         "_within": alone["position"].to_numpy(np.float64) + 1e12,
@@ -183,6 +185,14 @@ def document_view_tables(counted: Counted, doc_id: str) -> tuple[pd.DataFrame, p
     boxes = boxes[boxes[["x0", "y0", "x1", "y1"]].notna().all(axis=1)] if len(boxes) else boxes
     alignment = table.drop(columns=["gt_row", "pred_row"]).assign(pair=pair)
     return boxes[BOX_COLUMNS].reset_index(drop=True), alignment
+
+
+def _causes(entities: pd.DataFrame) -> pd.Series:
+    """The cause of each entity's correction (SPEC 2c; None when correct or not labelled)."""
+    if "cause" not in entities:
+        return pd.Series(np.full(len(entities), None, object), dtype=object)
+    cause = entities["cause"].astype(object).to_numpy()
+    return pd.Series(np.where(pd.isna(cause), None, cause), dtype=object)
 
 
 def differences(gt: str, pred: str) -> list[tuple[str, str, str]]:
