@@ -7,6 +7,7 @@ from kieval_app import overview, saved_runs, session, sidebar, uploads
 from kieval_app.columns import metric_styler, metric_table, shown
 from kieval_app.sources import SAMPLES
 from kieval_app.text import md, number
+from kieval_core.causes import largest_cause
 from kieval_core.inputs import load_report
 from kieval_core.results import corrections_table
 
@@ -130,7 +131,12 @@ st.markdown("**Where to look next**")
 with st.container(horizontal=True, gap="medium"):  # the links wrap on narrow screens
     st.page_link("app_pages/documents.py", label="Documents: each document's line matching and errors",
                  icon=":material/description:")
-    st.page_link("app_pages/errors.py", label="Errors: corrections per field, confusions, the error list",
+    chosen = result.models[session.selected_model(ws)]
+    largest = largest_cause(chosen.causes)
+    why = "" if largest is None else (
+        f" (largest cause for {md(chosen.name)}: {largest[0]} {largest[1].replace('_', ' ')}, "
+        f"{number(largest[2])} of {number(chosen.corrections.total)})")
+    st.page_link("app_pages/errors.py", label=f"Errors: why each correction, per field{why}",
                  icon=":material/rule:")
     st.page_link("app_pages/automation.py", label="Automation: choose the review threshold",
                  icon=":material/tune:")

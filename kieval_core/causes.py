@@ -121,3 +121,17 @@ def held_elsewhere(own: Sequence[np.ndarray], other: Sequence[np.ndarray]) -> np
     other_by_value = np.bincount(value[n:], minlength=int(value.max(initial=-1)) + 1)
     other_by_place = np.bincount(place[n:], minlength=int(place.max(initial=-1)) + 1)
     return other_by_value[value[:n]] > other_by_place[place[:n]]
+
+
+def largest_cause(causes: dict[str, dict[str, int]] | None) -> tuple[str, str, int] | None:
+    """The (kind, cause, count) with most corrections (ties: the order of
+    :data:`CAUSES_OF_KIND`); None without causes or corrections.
+
+    >>> largest_cause({"substitution": {"format": 3, "near_miss": 1}, "addition": {"missed": 3}})
+    ('substitution', 'format', 3)
+    """
+    counted = [(n, kind, cause) for kind, inner in (causes or {}).items() for cause, n in inner.items() if n]
+    if not counted:
+        return None
+    n, kind, cause = max(counted, key=lambda t: t[0])
+    return kind, cause, n

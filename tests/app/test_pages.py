@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from kieval_app.text import WORD_JOINER, number, pct
 from kieval_core import LoadOptions, evaluate, load
+from kieval_core.causes import largest_cause
 from kieval_core.review import recommend, recommend_for_automation, recommend_for_budget, review_at
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -372,6 +373,10 @@ def test_errors_lead_with_why_and_one_click_compares(strong):
     at.sidebar.button(key=f"opt_uncompare_{field}").click().run()
     assert at.session_state["opt_comparators"] == ()
     assert before > 0
+    open_page(at, "overview")
+    kind, cause, n = largest_cause(strong.causes)
+    label = f": {kind} {cause.replace('_', ' ')}, {n} of {strong.corrections.total})"  # the name is escaped
+    assert any(label in link.label for link in at.get("page_link")), label
 
 
 def _cards(at: AppTest) -> dict[str, str]:
