@@ -150,13 +150,30 @@ def _page(page, title: str) -> None:
 
 
 def _open_expander(page, label: str) -> None:
-    page.get_by_test_id("stExpander").filter(has_text=label).first.locator("summary").click()
-    _idle(page)
+    """Open an expander (again, if a redraw under load closed it)."""
+    details = page.get_by_test_id("stExpander").filter(has_text=label).first.locator("details")
+    for _ in range(3):
+        if details.get_attribute("open") is not None:
+            return
+        details.locator("summary").click()
+        _idle(page)
+    assert details.get_attribute("open") is not None, f"the expander {label!r} does not open"
 
 
 def _choose(page, key: str, option: str | re.Pattern) -> None:
-    page.locator(f".st-key-{key}").get_by_role("combobox").click()
-    page.get_by_role("option", name=option).first.click()
+    """Choose an option of a selectbox (clicking again if a redraw closed its list)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for attempt in range(3):
+        page.locator(f".st-key-{key}").get_by_role("combobox").click()
+        try:
+            page.get_by_role("option", name=option).first.click(timeout=15_000 if attempt < 2 else TIMEOUT_MS)
+            break
+        except PlaywrightTimeout:
+            if attempt == 2:
+                raise
+            page.keyboard.press("Escape")
+            _idle(page)
     _idle(page)
 
 
