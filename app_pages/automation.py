@@ -68,7 +68,7 @@ st.caption(
     f"Model **{md(name)}**, confidences: {md(model.confidence_source)}. A prediction whose confidence is "
     "below the threshold τ goes to a person: who corrects that prediction (retypes or deletes it, never "
     "adds a missing value), or opens the whole document and fixes everything in it, missing values "
-    "included; the rest is automated."
+    f"included; the rest is automated. Values are compared after: {md(ws.result.comparison)}."
 )
 
 # --- costs (shared by every mode) ----------------------------------------------------------

@@ -62,7 +62,7 @@ st.caption(
     f"A = {md(name_a)}, B = {md(name_b)}. Paired bootstrap over the {number(model_a.n_documents)} documents: "
     f"{number(resamples)} resamples of documents (the same for both models), every metric recomputed on "
     "each. An interval that excludes 0 marks a difference unlikely to be chance. Counts (corrections) are "
-    "differences of totals."
+    f"differences of totals. Values are compared after: {md(ws.result.comparison)}."
 )
 
 # --- where do they disagree? ---------------------------------------------------------------
