@@ -2,7 +2,7 @@
 
 Decide by a target accuracy, an automation rate, a review budget, or a threshold; one
 operating point then drives every card, chart and table of the page. Every figure comes
-from the core's review model (kieval_core.review): this page gathers the choice and draws.
+from the core's review model (kieval_core.review.automation): this page gathers the choice and draws.
 """
 
 import numpy as np
@@ -12,11 +12,9 @@ import streamlit as st
 from kieval_app import automation, session
 from kieval_app.columns import shown
 from kieval_app.text import md, number, pct
-from kieval_core.calibration import calibration, reliability_of
-from kieval_core.consensus import MIN_MODELS, with_confidence_sources
-from kieval_core.decisions import operating_point, review_curve, slice_thresholds
-from kieval_core.field_thresholds import per_field_thresholds
-from kieval_core.review import (
+from kieval_core.report.consensus import MIN_MODELS, with_confidence_sources
+from kieval_core.report.decisions import operating_point, review_curve, slice_thresholds
+from kieval_core.review.automation import (
     Costs,
     minimum_cost,
     recommend,
@@ -24,7 +22,9 @@ from kieval_core.review import (
     review_documents_by_entity_type,
     review_with,
 )
-from kieval_core.uncertainty import bootstrap, holdout, random_half
+from kieval_core.review.calibration import calibration, reliability_of
+from kieval_core.review.field_thresholds import per_field_thresholds
+from kieval_core.review.uncertainty import bootstrap, holdout, random_half
 
 ws = session.current()
 session.require_models(ws)

@@ -10,7 +10,7 @@ from kieval_app.columns import PERCENT_FORMAT, shown
 from kieval_app.diff import table_html
 from kieval_app.style import KIND_LABELS, KINDS, STATUS_LABELS, STATUS_MARKDOWN_COLORS
 from kieval_app.text import md, number, pct
-from kieval_core.alignment import document_view_tables
+from kieval_core.count.alignment import document_view_tables
 
 VALUES, PAGE = "docs_values", "docs_page"  # the pairs table beside the page view; the page shown
 

@@ -10,9 +10,9 @@ from kieval_app.columns import shown
 from kieval_app.diff import table_html
 from kieval_app.style import KIND_LABELS, KINDS
 from kieval_app.text import md, number
-from kieval_core.causes import CAUSES
-from kieval_core.results import top_confusions
-from kieval_core.suggest import suggested_comparators
+from kieval_core.count.causes import CAUSES
+from kieval_core.report.results import top_confusions
+from kieval_core.report.suggest import suggested_comparators
 
 ws = session.current()
 session.require_models(ws)

@@ -7,7 +7,7 @@ import streamlit as st
 from kieval_app import automation, documents, guide, overview
 from kieval_app.diff import table_html
 from kieval_app.text import md
-from kieval_core.review import Costs, with_costs
+from kieval_core.review.automation import Costs, with_costs
 
 st.title("Metrics guide")
 st.caption(

@@ -7,9 +7,9 @@ from kieval_app import overview, saved_runs, session, sidebar, uploads
 from kieval_app.columns import metric_styler, metric_table, shown
 from kieval_app.sources import SAMPLES
 from kieval_app.text import md, number
-from kieval_core.causes import largest_cause
-from kieval_core.inputs import load_report
-from kieval_core.results import corrections_table
+from kieval_core.count.causes import largest_cause
+from kieval_core.report.inputs import load_report
+from kieval_core.report.tables import corrections_table
 
 ws = session.current()
 

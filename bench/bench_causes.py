@@ -27,10 +27,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_core import generate  # noqa: E402
 
-from kieval_core.engine import count  # noqa: E402
-from kieval_core.loaders import LoadOptions, load  # noqa: E402
-from kieval_core.normalize import Normalizer  # noqa: E402
-from kieval_core.tally import Tally  # noqa: E402
+from kieval_core.count.engine import count  # noqa: E402
+from kieval_core.count.normalize import Normalizer  # noqa: E402
+from kieval_core.read.formats import LoadOptions
+from kieval_core.read.load import load  # noqa: E402
+from kieval_core.report.tally import Tally  # noqa: E402
 
 COMPARED = Normalizer(comparators=(("date", "date"), ("*.price", "number"), ("total.*", "number")))
 

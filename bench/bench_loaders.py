@@ -6,7 +6,7 @@ of SPEC 6 (:mod:`formats`), then times, in one run and per format:
 * **parse**: the bare parse of the same files (``pandas.read_csv`` as text for CSV/TSV,
   ``pyarrow.parquet.read_table``, ``json.loads`` of every line or file, splitting lines
   into cells for the official CSV and IOB2): the floor any loader pays;
-* **load**: ``kieval_core.load`` of both sides, in this process;
+* **load**: ``kieval_core.read.load`` of both sides, in this process;
 * **evaluate**: ``kieval evaluate --metrics kieval --json`` end to end, in a subprocess.
 
 Each format is also compared with long CSV holding the same entities (its twin: the
@@ -203,7 +203,7 @@ def bench_official(out: Path, copies: int, repeats: int = 3) -> None:
     print(f"  official implementation (process):  wall {wall_o:6.2f} s  CPU {cpu_o:6.2f} s")
     print(f"  kieval evaluate --format kieval-csv: wall {wall_k:6.2f} s  CPU {cpu_k:6.2f} s   "
           f"TP {entity['tp']:,}  -> {wall_o / wall_k:.1f}x faster (wall), {cpu_o / cpu_k:.1f}x (CPU)")
-    print(f"  kieval_core.load of both dirs:       {load_s:6.2f} s   (bare split into cells {parse_s:.2f} s, "
+    print(f"  kieval_core.read.load of both dirs: {load_s:6.2f} s   (bare split into cells {parse_s:.2f} s, "
           f"{load_s / parse_s:.1f}x)")
 
 

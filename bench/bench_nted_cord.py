@@ -28,8 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kieval_core.loaders import load_bytes  # noqa: E402
-from kieval_core.peer_families import FAMILY_FUNCTIONS, PeerOptions  # noqa: E402
+from kieval_core.count.peer_families import FAMILY_FUNCTIONS, PeerOptions  # noqa: E402
+from kieval_core.read.formats import load_bytes  # noqa: E402
 
 SAMPLE = ROOT / "sample_data"
 CHARACTERS = string.digits + string.ascii_uppercase

@@ -3,7 +3,7 @@
 Generates seeded, receipt-like documents (root fields plus a list of menu lines) with
 noisy predictions, then times, in one run:
 
-* ANLS*: ``kieval_core.peer.anls.anls_star`` vs ``anls_star.anls_score``;
+* ANLS*: ``kieval_core.count.peer.anls.anls_star`` vs ``anls_star.anls_score``;
 * OI metrics: ``oi_metrics`` (one call for the corpus) vs ie-eval 0.2.0's scorers
   (``OiEcerEwer`` x2, ``OiNerval``, ``BagOfWords`` on tagged words and on entities,
   micro-averaged as ie-eval does);
@@ -33,7 +33,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "peer")]
 import donut_reference  # noqa: E402
 from anls_star import anls_score  # noqa: E402
 
-from kieval_core.peer import (  # noqa: E402
+from kieval_core.count.peer import (  # noqa: E402
     anls_star,
     donut_field_f1,
     list_metrics,

@@ -1,5 +1,5 @@
 """The automation page's figures: every figure is read from the core's review model
-(:mod:`kieval_core.review`); this module only draws.
+(:mod:`kieval_core.review.automation`); this module only draws.
 
 Curves are drawn as steps through real operating points, never interpolated: between two
 distinct confidences no threshold exists, so a straight line between two operating
@@ -218,7 +218,7 @@ def policies_figure(
 ) -> go.Figure:
     """Both review policies on one chart: accuracy after review against the share of
     predictions nobody looks at, reviewing single predictions or whole documents (the
-    curves of :func:`kieval_core.decisions.review_curve`), each through its real operating
+    curves of :func:`kieval_core.report.decisions.review_curve`), each through its real operating
     points as a staircase. ``chosen`` marks the point shown on the page."""
     fig = go.Figure()
     for curve, name, color, dash in (

@@ -24,14 +24,21 @@ from pathlib import Path
 from typing import Any
 
 from kieval_core import Dataset, DecisionOptions, EvaluationResult, KievalInputError, ModelResult, load_bytes
-from kieval_core.evaluate import KeyCounts, OneSidedKey, combine, evaluate_model, one_sided_keys, peer_metrics
+from kieval_core.count.peer_families import PeerFigures, needs_structures
 from kieval_core.limits import Limits, load_cost
-from kieval_core.loaders import load_estimate
-from kieval_core.page_images import ImageLimits, PageImages, image_files, read_page_images
-from kieval_core.peer_families import PeerFigures, needs_structures
-from kieval_core.registry import resolve_families
-from kieval_core.report import render_report
-from kieval_core.runs import SavedRun, load_run, save_run
+from kieval_core.read.formats import load_estimate
+from kieval_core.read.page_images import ImageLimits, PageImages, image_files, read_page_images
+from kieval_core.report.registry import resolve_families
+from kieval_core.report.render import render_report
+from kieval_core.report.runs import SavedRun, load_run, save_run
+from kieval_core.report.scoring import (
+    KeyCounts,
+    OneSidedKey,
+    combine,
+    evaluate_model,
+    one_sided_keys,
+    peer_metrics,
+)
 
 from .sources import AppOptions, Source, Sources
 from .store import Busy, Store, Task, TaskCancelled
@@ -163,7 +170,7 @@ def _peer_key(gt: Source, pred: Source, options: AppOptions) -> tuple:
 
 def score(store: Store, gt: Source, pred: Source, options: AppOptions) -> tuple[ModelResult, KeyCounts]:
     """One prediction file scored with the KIEval family by the core's
-    :func:`~kieval_core.evaluate.evaluate_model` (named after the file's stem), and its keys
+    :func:`~kieval_core.report.scoring.evaluate_model` (named after the file's stem), and its keys
     (for the one-sided-key warnings); shared by content.
 
     Raises :class:`~kieval_core.KievalInputError` for a file that cannot be read, and its

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable
 
-from kieval_core.alignment import differences
+from kieval_core.count.alignment import differences
 
 from .style import STATUS_BACKGROUNDS
 

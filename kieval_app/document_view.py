@@ -1,7 +1,7 @@
 """The document view: one page with the ground truth's boxes (left) and the prediction's
 (right), coloured by status, matched group pairs numbered alike on both sides.
 
-The core decides what each box is (:func:`kieval_core.alignment.document_boxes`); this
+The core decides what each box is (:func:`kieval_core.count.alignment.document_boxes`); this
 module only draws. A page image, when there is one, is the background of both panels;
 without one, each value is written at its box on a white page (a layout view drawn from
 the boxes). Boxes are drawn as a few traces (outline per status, one hover and click
@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from kieval_core.page_images import Page
+from kieval_core.read.page_images import Page
 
 from .style import STATUS_COLORS, base_layout
 from .text import plain
@@ -208,7 +208,7 @@ def n_pages(boxes: pd.DataFrame, images_pages: int) -> int:
 
 
 def values_table(alignment: pd.DataFrame) -> pd.DataFrame:
-    """The document's values pair by pair (:func:`kieval_core.alignment.document_view_tables`),
+    """The document's values pair by pair (:func:`kieval_core.count.alignment.document_view_tables`),
     one row per row the boxes point at, with the group pair's number as drawn on the page."""
     return pd.DataFrame({
         "pair": np.where(alignment["pair"].to_numpy() > 0, alignment["pair"].astype(str), ""),

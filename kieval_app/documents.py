@@ -1,5 +1,5 @@
 """The document explorer: the document table, one document's group matching drawn, and
-its entities aligned pair by pair (the core's :mod:`kieval_core.alignment` decides what
+its entities aligned pair by pair (the core's :mod:`kieval_core.count.alignment` decides what
 stands beside what; this module only draws).
 """
 
@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from kieval_core import ModelResult
-from kieval_core.alignment import document_alignment, group_pairs
+from kieval_core.count.alignment import document_alignment, group_pairs
 
 from .diff import diff_html
 from .style import STATUS_COLORS, base_layout

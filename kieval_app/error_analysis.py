@@ -11,7 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from kieval_core import ModelResult
-from kieval_core.causes import CAUSES_OF_KIND
+from kieval_core.count.causes import CAUSES_OF_KIND
 from kieval_core.safe_text import csv_text
 
 from .diff import diff_html

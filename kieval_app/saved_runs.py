@@ -7,8 +7,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from kieval_core.errors import KievalInputError, KievalOptionError
-from kieval_core.retention import RunInfo, describe_size, list_runs, remove_run, saved_at
+from kieval_core.exceptions import KievalInputError, KievalOptionError
+from kieval_core.report.retention import RunInfo, describe_size, list_runs, remove_run, saved_at
 
 from . import session
 from .text import md

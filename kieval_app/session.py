@@ -43,10 +43,10 @@ from pathlib import Path
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from kieval_core.errors import KievalInputError, KievalOptionError
+from kieval_core.exceptions import KievalInputError, KievalOptionError
 from kieval_core.limits import Limits
-from kieval_core.page_images import directory_files
-from kieval_core.retention import default_runs_dir, is_run_id
+from kieval_core.read.page_images import directory_files
+from kieval_core.report.retention import default_runs_dir, is_run_id
 
 from . import compute
 from .compute import Workspace

@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from kieval_core import FORMATS
-from kieval_core import registry as metric_registry
-from kieval_core.peer_families import STRUCTURES
+from kieval_core.count.peer_families import STRUCTURES
+from kieval_core.report import registry as metric_registry
 
 from .compute import Workspace
 from .session import MODEL, URL, describe

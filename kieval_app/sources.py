@@ -16,8 +16,8 @@ from functools import lru_cache
 from pathlib import PurePath
 
 from kieval_core import LoadOptions, Normalizer
+from kieval_core.count.peer_families import PeerOptions
 from kieval_core.limits import Limits
-from kieval_core.peer_families import PeerOptions
 
 from .paths import sample_dir
 

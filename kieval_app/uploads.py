@@ -19,7 +19,7 @@ import streamlit as st
 
 from kieval_core import NoCommonDocuments
 from kieval_core.limits import SPECS
-from kieval_core.page_images import unknown_documents
+from kieval_core.read.page_images import unknown_documents
 
 from . import compute
 from .session import MESSAGES, PENDING, REFUSED, SOURCES, UPLOADER, session_id, store, upload_limit_mb

@@ -12,29 +12,29 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from ._version import __version__ as __version__
 
 #: Public name -> the module that defines it.
 _EXPORTS = {
     "Accumulator": "accumulator",
-    "DecisionOptions": "decisions",
-    "KievalInputError": "errors",
-    "KievalOptionError": "errors",
-    "NoCommonDocuments": "errors",
-    "UndefinedMetricWarning": "errors",
-    "FORMATS": "loaders",
-    "LoadOptions": "loaders",
-    "load": "loaders",
-    "load_bytes": "loaders",
-    "Dataset": "model",
-    "Normalizer": "normalize",
-    "PeerOptions": "peer_families",
-    "build_report": "report",
-    "render_report": "report",
-    "report_json": "report",
-    "EvaluationResult": "results",
-    "ModelResult": "results",
-    "Costs": "review",
+    "DecisionOptions": "report.decisions",
+    "KievalInputError": "exceptions",
+    "KievalOptionError": "exceptions",
+    "NoCommonDocuments": "exceptions",
+    "UndefinedMetricWarning": "exceptions",
+    "FORMATS": "read.formats",
+    "LoadOptions": "read.formats",
+    "load": "read.load",
+    "load_bytes": "read.formats",
+    "Dataset": "read.dataset",
+    "Normalizer": "count.normalize",
+    "PeerOptions": "count.peer_families",
+    "build_report": "report.render",
+    "render_report": "report.render",
+    "report_json": "report.render",
+    "EvaluationResult": "report.results",
+    "ModelResult": "report.results",
+    "Costs": "review.automation",
 }
 
 __all__ = [
@@ -46,15 +46,16 @@ __all__ = [
 
 if TYPE_CHECKING:
     from .accumulator import Accumulator
-    from .decisions import DecisionOptions
-    from .errors import KievalInputError, KievalOptionError, NoCommonDocuments, UndefinedMetricWarning
-    from .loaders import FORMATS, LoadOptions, load, load_bytes
-    from .model import Dataset
-    from .normalize import Normalizer
-    from .peer_families import PeerOptions
-    from .report import build_report, render_report, report_json
-    from .results import EvaluationResult, ModelResult
-    from .review import Costs
+    from .count.normalize import Normalizer
+    from .count.peer_families import PeerOptions
+    from .exceptions import KievalInputError, KievalOptionError, NoCommonDocuments, UndefinedMetricWarning
+    from .read.dataset import Dataset
+    from .read.formats import FORMATS, LoadOptions, load_bytes
+    from .read.load import load
+    from .report.decisions import DecisionOptions
+    from .report.render import build_report, render_report, report_json
+    from .report.results import EvaluationResult, ModelResult
+    from .review.automation import Costs
 
 
 def __getattr__(name: str) -> Any:

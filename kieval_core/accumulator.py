@@ -30,13 +30,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from .errors import KievalInputError, KievalOptionError
+from .count.normalize import Normalizer
+from .count.peer_families import PeerOptions, needs_structures
 from .evaluate import evaluate
-from .loaders import LoadOptions, load_bytes
-from .normalize import Normalizer
-from .peer_families import PeerOptions, needs_structures
-from .registry import resolve_families
-from .results import EvaluationResult
+from .exceptions import KievalInputError, KievalOptionError
+from .read.formats import LoadOptions, load_bytes
+from .report.registry import resolve_families
+from .report.results import EvaluationResult
 
 GT_SOURCE = "ground truth (accumulated)"
 

@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING
 
 # only light modules here: `kieval --help` must not wait for pandas, scipy or pyarrow; each
 # command imports what it needs, and only the chosen command's options are built
-from .errors import KievalInputError, KievalOptionError, UndefinedMetricWarning
+from .exceptions import KievalInputError, KievalOptionError, UndefinedMetricWarning
 from .limits import LIMITS, SPECS, Limits
-from .outputs import Interrupted, OutputSet, StagedFile, stop_on_signals
+from .report.outputs import Interrupted, OutputSet, StagedFile, stop_on_signals
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .registry import Metric
+    from .report.registry import Metric
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_GATE = 0, 1, 2, 3
 
@@ -77,14 +77,14 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def _evaluate_options(ev: argparse.ArgumentParser) -> None:
-    from .comparators import COMPARATORS
-    from .consensus import CONFIDENCE_FROM
-    from .decisions import MAX_RESAMPLES, REVIEW_CHOICES
+    from .count.comparators import COMPARATORS
+    from .count.peer_families import STRUCTURES
     from .evaluate import ENGINES
-    from .loaders import FORMATS
-    from .peer_families import STRUCTURES
-    from .registry import FAMILIES
-    from .review import MISSING_POLICIES
+    from .read.formats import FORMATS
+    from .report.consensus import CONFIDENCE_FROM
+    from .report.decisions import MAX_RESAMPLES, REVIEW_CHOICES
+    from .report.registry import FAMILIES
+    from .review.automation import MISSING_POLICIES
     from .safe_text import CSV_FORMULAS
 
     read = ev.add_argument_group("reading files")
@@ -219,7 +219,8 @@ class _Progress:
 def _format_summary(frame: pd.DataFrame) -> str:
     """Metrics as rows, models as columns; counts with thousands separators, fractions
     and thresholds with four decimals."""
-    from .report import WHOLE_ROWS, cell_text
+    from .report.render import WHOLE_ROWS
+    from .report.tables import cell_text
 
     shown = frame.set_index("model").astype(object).T
     text = shown.apply(lambda row: row.map(lambda v: cell_text(v, row.name in WHOLE_ROWS)), axis=1)
@@ -251,8 +252,8 @@ class Gate:
 def parse_gates(gates: list[str], fail_under: list[tuple[str, str]]) -> list[Gate]:
     """Validate gates before any work is done: known keys, numbers, and for registry
     metrics the operator of the metric's direction."""
-    from .registry import METRICS
-    from .report import DECISION_ROWS
+    from .report.registry import METRICS
+    from .report.render import DECISION_ROWS
 
     registry = {m.key: m for m in METRICS}
     decision_keys = set(DECISION_ROWS.values())
@@ -284,7 +285,7 @@ def parse_gates(gates: list[str], fail_under: list[tuple[str, str]]) -> list[Gat
 
 
 def _failures(report: dict, gates: list[Gate]) -> list[str]:
-    from .report import value_at
+    from .report.render import value_at
 
     failures = []
     for gate in gates:
@@ -300,7 +301,7 @@ def _failures(report: dict, gates: list[Gate]) -> list[str]:
 
 
 def _predictions(items: list[str]) -> dict[str, str]:
-    from .shards import input_name
+    from .read.shards import input_name
 
     predictions: dict[str, str] = {}
     for item in items:
@@ -315,18 +316,18 @@ def _predictions(items: list[str]) -> dict[str, str]:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from .decisions import DecisionOptions
+    from .count.normalize import Normalizer
+    from .count.peer_families import PeerOptions
     from .evaluate import evaluate
-    from .loaders import LoadOptions
-    from .normalize import Normalizer
-    from .peer_families import PeerOptions
-    from .report import render_report, summary_frame
-    from .results import all_errors
-    from .review import Costs
-    from .runs import RunStage
+    from .read.formats import LoadOptions
+    from .report.decisions import DecisionOptions
+    from .report.render import render_report, summary_frame
+    from .report.results import all_errors
+    from .report.runs import RunStage
+    from .report.suggest import hint_lines
+    from .report.tracking import MlflowTarget
+    from .review.automation import Costs
     from .safe_text import csv_text, for_terminal
-    from .suggest import hint_lines
-    from .tracking import MlflowTarget
 
     related = tuple(f.strip() for f in args.related_fields.split(",") if f.strip())
     options = LoadOptions(format=args.format, key=args.key, aliases=tuple(args.alias),
@@ -398,7 +399,7 @@ def _say(line: str) -> None:
 
 def _inputs(gt: str, preds: list[str]) -> dict:
     """Each input's path and digest, for the manifest of a saved run."""
-    from .runs import digest
+    from .report.runs import digest
 
     models = {name: {"source": path, "digest": digest(path)} for name, path in _predictions(preds).items()}
     return {"gt": {"source": gt, "digest": digest(gt)}, "models": models}
@@ -415,7 +416,7 @@ def _options(args: argparse.Namespace) -> dict:
 def _dashboard(args: argparse.Namespace, server_options: list[str]) -> int:
     from kieval_app.launch import launch  # the app is only needed to start it
 
-    from .runs import load_run
+    from .report.runs import load_run
 
     limits = _limits(args, "app")  # checked now, given to the server as its environment
     if args.run is not None:
@@ -426,7 +427,7 @@ def _dashboard(args: argparse.Namespace, server_options: list[str]) -> int:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    from .retention import describe_size, format_runs, list_runs, prune_runs, remove_run, saved_at
+    from .report.retention import describe_size, format_runs, list_runs, prune_runs, remove_run, saved_at
     from .safe_text import for_terminal
 
     if args.action == "list":
@@ -448,7 +449,7 @@ def _runs(args: argparse.Namespace) -> int:
 
 
 def _list_metrics() -> int:
-    from .registry import METRICS
+    from .report.registry import METRICS
 
     for metric in METRICS:
         print(f"{metric.key}  ({metric.family}, {metric.direction})\n    {metric.definition}")

@@ -7,27 +7,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 
-from .consensus import missing_confidence_warning, with_confidence_sources
-from .engine import Counted, count
-from .errors import KievalOptionError, NoCommonDocuments
-from .loaders import LoadOptions, load
-from .model import Dataset
-from .normalize import Normalizer
-from .peer_families import PeerFigures, PeerOptions, needs_structures
-from .registry import PeerStep, compute_peer, resolve_families
-from .results import EvaluationResult, ModelResult
-from .review import ReviewModel
-from .tally import Tally
+from .count.normalize import Normalizer
+from .count.peer_families import PeerOptions, needs_structures
+from .exceptions import KievalOptionError
+from .read.dataset import Dataset
+from .read.formats import LoadOptions
+from .read.load import load
+from .report.consensus import with_confidence_sources
+from .report.registry import resolve_families
+from .report.results import EvaluationResult, ModelResult
+from .report.scoring import (
+    DatasetLike,
+    KeyCounts,
+    Progress,
+    combine,
+    evaluate_model,
+    named_inputs,
+    unique_name,
+)
 
-#: The engines of :func:`evaluate`: this process, or a Dask cluster (:mod:`kieval_core.distributed`).
+#: The engines of :func:`evaluate`: this process, or a Dask cluster (:mod:`kieval_core.scale.distributed`).
 ENGINES = ("local", "dask")
 
-DatasetLike = Dataset | str | Path
-Progress = Callable[[int, int, str], None]
 
 
 def _as_dataset(item: DatasetLike, options: LoadOptions, name: str | None = None,
@@ -35,15 +38,6 @@ def _as_dataset(item: DatasetLike, options: LoadOptions, name: str | None = None
     if isinstance(item, Dataset):
         return item
     return load(item, options, name=name, keep_structures=keep_structures)
-
-
-def named_inputs(predictions) -> list[tuple[str | None, DatasetLike]]:
-    """Prediction sets as ``(name or None, dataset or path)``: one, a list, or a mapping."""
-    if isinstance(predictions, (Dataset, str, Path)):
-        return [(None, predictions)]
-    if isinstance(predictions, Mapping):
-        return list(predictions.items())
-    return [(None, p) for p in predictions]
 
 
 def evaluate(
@@ -70,7 +64,7 @@ def evaluate(
     normalizer
         Value comparison (default: NFC + strip + collapse spaces).
     metrics
-        Metric families to compute (see :mod:`kieval_core.registry`).
+        Metric families to compute (see :mod:`kieval_core.report.registry`).
     load_options, peer_options
         How to read files; options of the peer metrics (CER threshold, structure).
     progress
@@ -79,7 +73,7 @@ def evaluate(
     engine
         ``local`` (this process) or ``dask``: the inputs are read and scored partition by
         partition on a Dask cluster, with the same figures to the last bit (see
-        :func:`kieval_core.distributed.evaluate_dask`, which also takes ``dask_options``:
+        :func:`kieval_core.scale.distributed.evaluate_dask`, which also takes ``dask_options``:
         ``client``, ``partitions``, ``run_dir``, ``errors``).
     scheduler
         With ``engine="dask"``: the address of a running Dask scheduler; None starts a
@@ -88,7 +82,7 @@ def evaluate(
         What review does with predictions without confidence (``automate``: they count
         as 1.0; ``review``: as 0.0), and where confidences come from (``model``, or
         ``consensus`` of the other models for models without any); see
-        :func:`kieval_core.consensus.with_confidence_sources`.
+        :func:`kieval_core.report.consensus.with_confidence_sources`.
     """
     result = _evaluate(gt, predictions, normalizer=normalizer, metrics=metrics, load_options=load_options,
                        peer_options=peer_options, progress=progress, engine=engine, scheduler=scheduler,
@@ -104,7 +98,7 @@ def _evaluate(gt, predictions, *, normalizer, metrics, load_options, peer_option
         msg = f"unknown engine {engine!r}; choose {' or '.join(ENGINES)}"
         raise KievalOptionError(msg)
     if engine == "dask":
-        from .distributed import evaluate_dask
+        from .scale.distributed import evaluate_dask
 
         options = {"normalizer": normalizer, "metrics": metrics, "load_options": load_options,
                    "progress": progress, "scheduler": scheduler}
@@ -135,176 +129,3 @@ def _evaluate(gt, predictions, *, normalizer, metrics, load_options, peer_option
         report(3 + 2 * i, steps, f"scored {name}")
     keys = {name: KeyCounts.of(pred) for name, pred in preds.items()}
     return combine(gt_set, models, keys, normalizer, families)
-
-
-def combine(gt: Dataset, models: Mapping[str, ModelResult], keys: Mapping[str, KeyCounts],
-            normalizer: Normalizer, families: tuple[str, ...]) -> EvaluationResult:
-    """The evaluation of the scored models (``keys``: each model's :class:`KeyCounts`, for the
-    warnings about keys present on one side only)."""
-    warnings = tuple(k.message for k in one_sided_keys(KeyCounts.of(gt), keys))
-    return EvaluationResult(gt, dict(models), normalizer, families, warnings)
-
-
-def unique_name(name: str, taken: Mapping[str, object]) -> None:
-    """Refuse a second prediction set of the same name."""
-    if name in taken:
-        msg = f"two prediction sets are named {name!r}; name them explicitly (NAME=PATH)"
-        raise KievalOptionError(msg)
-
-
-def evaluate_model(gt: Dataset, pred: Dataset, *, name: str, normalizer: Normalizer,
-                   families: tuple[str, ...] = ("kieval",),
-                   peer_options: PeerOptions = PeerOptions()) -> ModelResult:
-    """Score one prediction set: restrict it to the GT documents and count."""
-    check_overlap(gt, pred)
-    scored = score(gt, pred, normalizer)
-    tally = Tally.from_counted(scored.counted)
-    return ModelResult(
-        name=name, source=pred.source, tally=tally, counted=scored.counted,
-        missing_documents=scored.missing, unknown_documents=scored.unknown,
-        warnings=model_warnings(pred.warnings, scored.missing, scored.unknown, tally.review),
-        peer=compute_peer(families, gt, scored.restricted, peer_options), meta=gt.meta,
-        format=pred.format, notes=pred.notes,
-    )
-
-
-@dataclass(frozen=True)
-class Scored:
-    """One prediction set counted against the ground truth (or a partition of both)."""
-
-    counted: Counted
-    restricted: Dataset  # the predictions of GT documents only
-    missing: tuple[str, ...]  # GT documents without predictions, sorted
-    unknown: tuple[str, ...]  # predicted documents absent from the GT, sorted
-
-
-def score(gt: Dataset, pred: Dataset, normalizer: Normalizer) -> Scored:
-    """Restrict the predictions to the GT documents and count them. Every figure of a
-    document depends on that document alone, so scoring disjoint sets of documents apart
-    and merging the tallies gives the figures of the whole (a distributed run)."""
-    restricted = restrict(gt, pred)
-    gt_ids = set(gt.doc_ids)
-    pred_ids = set(pred.doc_ids)
-    missing = tuple(sorted(d for d in gt.doc_ids if d not in pred_ids))
-    unknown = tuple(sorted(d for d in pred.doc_ids if d not in gt_ids))
-    return Scored(count(gt, restricted, normalizer), restricted, missing, unknown)
-
-
-def restrict(gt: Dataset, pred: Dataset) -> Dataset:
-    """The predictions of the GT documents only: a predicted document absent from the
-    ground truth is left out of every figure (and named in the warnings)."""
-    gt_ids = set(gt.doc_ids)
-    entities = pred.entities
-    if not gt_ids.issuperset(pred.doc_ids):
-        entities = entities[entities["doc_id"].isin(gt_ids)]
-    return Dataset(pred.name, pred.source, entities.reset_index(drop=True),
-                   tuple(d for d in pred.doc_ids if d in gt_ids), pred.structures, pred.warnings)
-
-
-def peer_metrics(gt: Dataset, pred: Dataset, families: Sequence[str], peer_options: PeerOptions,
-                 step: PeerStep | None = None) -> dict[str, PeerFigures]:
-    """The peer-metric families of one prediction set, restricted to the GT documents, as
-    :func:`evaluate_model` computes them; apart from the KIEval counts, so a caller can
-    compute them later (the app does, in the background; ``step`` reports each family and
-    may stop the work by raising)."""
-    return compute_peer(families, gt, restrict(gt, pred), peer_options, step)
-
-
-def model_warnings(loaded: Sequence[str], missing: Sequence[str], unknown: Sequence[str],
-                   review: ReviewModel) -> tuple[str, ...]:
-    """A model's warnings: the loader's, then missing and unknown documents, then
-    predictions without confidence (counted from the review model, one entry per scored
-    prediction)."""
-    warnings = list(loaded)
-    if missing:
-        warnings.append(f"{len(missing)} GT document(s) absent from the predictions, scored as "
-                        f"fully missed: {preview(missing)}")
-    if unknown:
-        warnings.append(f"{len(unknown)} predicted document(s) not in the ground truth, left out "
-                        f"of the scores: {preview(unknown)}")
-    partial = missing_confidence_warning(review, "automate")
-    return tuple(warnings + ([partial] if partial else []))
-
-
-def check_overlap(gt: Dataset, pred: Dataset) -> None:
-    """Refuse a prediction set that shares no document with the ground truth.
-
-    Such a file is almost always the wrong file (or ids written differently), and
-    scoring it would report every document as missed.
-    """
-    gt_ids = set(gt.doc_ids)
-    if pred.doc_ids and not any(d in gt_ids for d in pred.doc_ids):
-        raise no_common_documents(gt.source, gt.doc_ids, pred.source, pred.doc_ids)
-
-
-def no_common_documents(gt_source: str, gt_ids: Sequence[str], pred_source: str,
-                        pred_ids: Sequence[str]) -> NoCommonDocuments:
-    """The error of a prediction set sharing no document with the ground truth."""
-    msg = (f"no document in common with the ground truth {gt_source} (predicted ids such "
-           f"as {preview(sorted(pred_ids), 3)}; ground-truth ids such as "
-           f"{preview(sorted(gt_ids), 3)})")
-    return NoCommonDocuments(pred_source, None, msg)
-
-
-@dataclass(frozen=True)
-class KeyCounts:
-    """The keys of one input: its top-level (non-group) entity types with their counts, and
-    every entity type it has."""
-
-    top_level: Mapping[str, int]
-    types: frozenset[str]
-
-    @classmethod
-    def of(cls, dataset: Dataset) -> KeyCounts:
-        e = dataset.entities
-        counts = e.loc[e["group_type"] == "", "entity_type"].value_counts()
-        return cls({str(k): int(v) for k, v in counts.items()}, frozenset(e["entity_type"]))
-
-    @classmethod
-    def merge(cls, parts: Sequence[KeyCounts]) -> KeyCounts:
-        """The keys of the union of disjoint sets of documents."""
-        top: dict[str, int] = {}
-        for part in parts:
-            for key, n in part.top_level.items():
-                top[key] = top.get(key, 0) + n
-        return cls(top, frozenset().union(*(part.types for part in parts)))
-
-
-@dataclass(frozen=True)
-class OneSidedKey:
-    """A top-level key present on one side only: in the ground truth and in no prediction
-    file, or in predictions and not in the ground truth."""
-
-    key: str
-    side: str  # "ground truth" or "predictions"
-    values: int
-
-    @property
-    def message(self) -> str:
-        if self.side == "ground truth":
-            effect = "but in no prediction file: it is scored as a field every model misses"
-        else:
-            effect = "but not in the ground truth: it is scored as a wrong field"
-        return (f"the key {self.key!r} is in the {self.side} ({self.values:,} values) {effect}. If it is "
-                f"metadata, declare it with --meta {self.key}")
-
-
-def one_sided_keys(gt: KeyCounts, predictions: Mapping[str, KeyCounts]) -> list[OneSidedKey]:
-    """Top-level (non-group) keys present on one side only: such a key is often metadata
-    (``split``, ``source``) scored as a field, and is never scored silently."""
-    if not predictions:
-        return []
-    predicted = frozenset().union(*(p.types for p in predictions.values()))
-    out = [OneSidedKey(key, "ground truth", n) for key, n in sorted(gt.top_level.items())
-           if key not in predicted]
-    pred_keys: dict[str, int] = {}
-    for p in predictions.values():
-        for key, n in p.top_level.items():
-            pred_keys[key] = pred_keys.get(key, 0) + n
-    out += [OneSidedKey(key, "predictions", n) for key, n in sorted(pred_keys.items()) if key not in gt.types]
-    return out
-
-
-def preview(ids: Sequence[str], limit: int = 5) -> str:
-    shown = ", ".join(map(str, ids[:limit]))
-    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")

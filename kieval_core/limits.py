@@ -24,7 +24,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .errors import KievalInputError, KievalOptionError
+from .exceptions import KievalInputError, KievalOptionError
 
 MIB = 2**20
 #: Contexts with their own defaults: the command line and the dashboard server.

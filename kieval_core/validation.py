@@ -1,20 +1,20 @@
 """Parameter checks of the public API, run once at the boundary.
 
-Each check returns the value it accepts or raises :class:`~kieval_core.errors.KievalOptionError`
+Each check returns the value it accepts or raises :class:`~kieval_core.exceptions.KievalOptionError`
 (a ``ValueError``) whose message names the parameter, the value given and what is allowed,
 so a wrong call fails at once with a clear message instead of a ``KeyError`` deep inside,
 an ``IndexError``, or a silently meaningless figure (a target of 95 is never reached).
 
 >>> check_share("target", 0.95)
 0.95
->>> check_share("target", 95)
+>>> check_share("share", 95)
 Traceback (most recent call last):
 ...
-kieval_core.errors.KievalOptionError: target must be a number in [0, 1] (a share, not a percentage), got 95
+kieval_core.exceptions.KievalOptionError: share must be a number in [0, 1] (a share, not a percentage), got 95
 >>> check_choice("level", "bogus", ("entity", "document"))
 Traceback (most recent call last):
 ...
-kieval_core.errors.KievalOptionError: level must be one of 'entity', 'document', got 'bogus'
+kieval_core.exceptions.KievalOptionError: level must be one of 'entity', 'document', got 'bogus'
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .errors import KievalOptionError
+from .exceptions import KievalOptionError
 
 
 def _fail(name: str, allowed: str, value: Any) -> KievalOptionError:

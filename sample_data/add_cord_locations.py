@@ -32,7 +32,7 @@ from PIL import Image, ImageDraw, ImageFont
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from kieval_core.loaders import load  # noqa: E402
+from kieval_core.read.load import load  # noqa: E402
 
 RENDERINGS = HERE / "cord_v2_renderings"
 LABEL = "RENDERING OF THE CORD ANNOTATION - NOT A PHOTO"

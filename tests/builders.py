@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from kieval_core.loaders.builder import DatasetBuilder  # the same assembly the loaders use
-from kieval_core.model import Dataset
+from kieval_core.read.dataset import Dataset
+from kieval_core.read.formats.builder import DatasetBuilder  # the same assembly the loaders use
 
 
 def dataset(docs: dict[str, list[tuple]], name: str = "pred") -> Dataset:

@@ -11,7 +11,7 @@ import itertools
 import math
 from collections import Counter
 
-from kieval_core.scores import aligned_score
+from kieval_core.count.scores import aligned_score
 
 
 def _groups(rows):
@@ -122,7 +122,7 @@ def naive_review(counted, threshold: float, costs=(1.0, 0.0, 10.0, 10.0, 10.0)) 
 def naive_field_thresholds(model, target: float) -> tuple[int, float] | None:
     """(fewest reviews, best accuracy among them) over every combination of one threshold
     per entity type with some automation and overall accuracy >= target."""
-    from kieval_core.review import review_at, thresholds
+    from kieval_core.review.automation import review_at, thresholds
 
     review = model.review
     types = list(review.entity_types)

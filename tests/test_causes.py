@@ -16,9 +16,9 @@ from test_properties import corpus
 from test_worked_examples import RPA_GT, RPA_PRED
 
 from kieval_core import KievalOptionError, Normalizer, evaluate
-from kieval_core.causes import CAUSE_COLUMNS, CAUSES_OF_KIND, fixing_comparators, substitution_causes
 from kieval_core.cli import main
-from kieval_core.comparators import (
+from kieval_core.count.causes import CAUSE_COLUMNS, CAUSES_OF_KIND, fixing_comparators, substitution_causes
+from kieval_core.count.comparators import (
     COMPARATORS,
     FORMAT_COMPARATORS,
     canonicalise,
@@ -266,6 +266,7 @@ def valued_corpus(draw):
     return revalue(gt), revalue(pred)
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None)
 @given(valued_corpus(), st.sampled_from([0.5, 0.8, 1.0]), st.booleans())
 def test_causes_equal_a_naive_oracle(data, near_miss, casefold):
@@ -282,6 +283,7 @@ def test_causes_equal_a_naive_oracle(data, near_miss, casefold):
 # --- properties ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None)
 @given(valued_corpus())
 def test_every_correction_has_exactly_one_cause(data):
@@ -310,6 +312,7 @@ PAIR_VALUES = st.sampled_from(["01/02/2019", "2019-02-01", "1 Feb 2019", "02/01/
                                "$1000", "ACME", "acme.", "Acme Ltd", "x", "1.000,00"])
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(FIELDS), PAIR_VALUES, PAIR_VALUES), min_size=1, max_size=3,
                 unique_by=lambda t: t[0]))

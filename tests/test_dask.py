@@ -29,8 +29,8 @@ from kieval_core import (
     load,
 )
 from kieval_core.cli import main
-from kieval_core.report import report_json
-from kieval_core.runs import load_run
+from kieval_core.report.render import report_json
+from kieval_core.report.runs import load_run
 
 distributed = pytest.importorskip("distributed")
 
@@ -141,7 +141,7 @@ def test_random_corpora(client, data, n_shards, partitions, seed):
 
 
 def test_aligned_shards_are_not_shuffled(client, tmp_path, monkeypatch):
-    import kieval_core.distributed as engine
+    import kieval_core.scale.distributed as engine
 
     def no_shuffle(*args):
         raise AssertionError("aligned shards were shuffled")

@@ -8,11 +8,11 @@ import pytest
 from builders import dataset
 
 from kieval_core import Costs, DecisionOptions, evaluate
-from kieval_core.decisions import slice_thresholds
-from kieval_core.loaders.builder import DatasetBuilder
-from kieval_core.report import build_report
-from kieval_core.results import corrections_table
-from kieval_core.review import (
+from kieval_core.read.formats.builder import DatasetBuilder
+from kieval_core.report.decisions import slice_thresholds
+from kieval_core.report.render import build_report
+from kieval_core.report.tables import corrections_table
+from kieval_core.review.automation import (
     recommend_for_automation,
     recommend_for_budget,
     review_at,

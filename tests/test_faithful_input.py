@@ -12,9 +12,9 @@ from conftest import SAMPLE_DATA
 
 from kieval_core import KievalInputError, LoadOptions, evaluate, load, load_bytes
 from kieval_core.cli import main
-from kieval_core.locations import LOCATION_KEYS
-from kieval_core.report import build_report
-from kieval_core.review import review_at
+from kieval_core.read.locations import LOCATION_KEYS
+from kieval_core.report.render import build_report
+from kieval_core.review.automation import review_at
 
 
 def _f1(gt, pred, **kwargs) -> float:

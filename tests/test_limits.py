@@ -25,9 +25,9 @@ import pytest
 
 from kieval_core import KievalInputError, LoadOptions, load, load_bytes
 from kieval_core.cli import main
-from kieval_core.errors import KievalOptionError
+from kieval_core.exceptions import KievalOptionError
 from kieval_core.limits import LIMITS, LimitExceeded, Limits, load_cost
-from kieval_core.loaders import _zip_members
+from kieval_core.read.formats import _zip_members
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = Limits.defaults("cli")

@@ -16,13 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import kieval_core.loaders as loaders
+import kieval_core.read.formats as loaders
 from kieval_core import KievalInputError, load_bytes
-from kieval_core.loaders import jsontext
-from kieval_core.loaders.builder import DatasetBuilder
-from kieval_core.loaders.jsontext import JsonNumber, NeedsSourceText, fast_json, parse_json
-from kieval_core.loaders.kieval_csv import PY_SPACE, kieval_csv_entities, read_kieval_csv
-from kieval_core.loaders.nested import text_numbers
+from kieval_core.read.formats import jsontext
+from kieval_core.read.formats.builder import DatasetBuilder
+from kieval_core.read.formats.jsontext import JsonNumber, NeedsSourceText, fast_json, parse_json
+from kieval_core.read.formats.kieval_csv import PY_SPACE, kieval_csv_entities, read_kieval_csv
+from kieval_core.read.formats.nested import text_numbers
 
 
 @contextmanager
@@ -135,6 +135,7 @@ def _dump(value) -> str:
     return json.dumps(value)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.dictionaries(st.sampled_from(["menu", "total", "a.b", "split", "fields", "confidence"]),
                                 JSON_VALUES, max_size=4), min_size=1, max_size=4))
@@ -166,7 +167,7 @@ def test_chunks_give_the_same_table_as_one_chunk():
                                                                   "total": str(i)}}) + "\n"
                     for i in range(300))
     whole = load_bytes(lines.encode(), "p.jsonl").entities
-    with mock.patch("kieval_core.loaders.builder.CHUNK_ROWS", 7):
+    with mock.patch("kieval_core.read.formats.builder.CHUNK_ROWS", 7):
         chunked = load_bytes(lines.encode(), "p.jsonl").entities
     pd.testing.assert_frame_equal(whole, chunked)
 

@@ -5,7 +5,7 @@ from bio_parser.parse.document import Document
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kieval_core.loaders.iob2 import parse_iob2_document, parse_iob2_documents, read_iob2
+from kieval_core.read.formats.iob2 import parse_iob2_document, parse_iob2_documents, read_iob2
 
 TEXT = """Anna B-name
 Smith I-name

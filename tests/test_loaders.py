@@ -15,7 +15,7 @@ from builders import write_jsonl
 from kieval_core import KievalInputError, LoadOptions, NoCommonDocuments, evaluate, load, load_bytes
 from kieval_core.cli import main
 from kieval_core.limits import Limits
-from kieval_core.loaders.nested import flatten_document
+from kieval_core.read.formats.nested import flatten_document
 
 
 def _rows(ds):

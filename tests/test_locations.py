@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kieval_core import evaluate, load, load_bytes, render_report
-from kieval_core.alignment import document_alignment, document_boxes
-from kieval_core.locations import LOCATION_COLUMNS, BadLocation, box_of
+from kieval_core.count.alignment import document_alignment, document_boxes
+from kieval_core.read.locations import LOCATION_COLUMNS, BadLocation, box_of
 
 SAMPLE = "sample_data"
 

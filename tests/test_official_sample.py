@@ -30,6 +30,7 @@ def test_reproduces_published_totals():
     assert round(model.group.f1, 4) == 0.5658
 
 
+@pytest.mark.slow
 def test_cli_on_official_sample(tmp_path):
     folder = OFFICIAL
     out = tmp_path / "r.json"

@@ -13,10 +13,10 @@ from oracles import isclose, naive_counts, naive_field_thresholds, naive_review
 from test_invariance import corpus
 
 from kieval_core import evaluate
-from kieval_core.calibration import auroc, average_ranks, calibration
-from kieval_core.field_thresholds import per_field_thresholds
-from kieval_core.review import Costs, with_costs
-from kieval_core.uncertainty import bootstrap, holdout, random_half
+from kieval_core.review.automation import Costs, with_costs
+from kieval_core.review.calibration import auroc, average_ranks, calibration
+from kieval_core.review.field_thresholds import per_field_thresholds
+from kieval_core.review.uncertainty import bootstrap, holdout, random_half
 
 
 def _model(gt, pred):
@@ -38,6 +38,7 @@ def test_count_equals_enumeration(data):
             expected["group_tp"], expected["group_fp"], expected["group_fn"])
 
 
+@pytest.mark.slow
 @settings(max_examples=75, deadline=None)
 @given(corpus())
 def test_curve_equals_simulated_review(data):
@@ -71,7 +72,7 @@ def test_per_field_thresholds_equal_enumeration(data, target):
     assert fast.reachable
     reviews, accuracy = expected
     assert fast.reviews == reviews
-    from kieval_core.review import review_at
+    from kieval_core.review.automation import review_at
 
     assert isclose(review_at(m.review, fast.thresholds).kieval_aligned, accuracy)
 

@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 from conftest import SAMPLE_DATA
 
-from kieval_core import outputs, report, runs, safe_text
+from kieval_core import safe_text
 from kieval_core.cli import main
-from kieval_core.runs import RunStage, load_run
+from kieval_core.report import outputs, runs
+from kieval_core.report import render as report
+from kieval_core.report.runs import RunStage, load_run
 
 evaluate_module = importlib.import_module("kieval_core.evaluate")  # the package's `evaluate` is the function
 GT = str(SAMPLE_DATA / "cord_v2_gt.jsonl")

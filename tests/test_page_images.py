@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from kieval_core import KievalInputError
-from kieval_core.page_images import (
+from kieval_core.read.page_images import (
     DISPLAY_SIDE,
     ImageLimits,
     image_files,

@@ -19,13 +19,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kieval_core import DecisionOptions, KievalInputError, KievalOptionError, LoadOptions, evaluate, load
-from kieval_core.alignment import document_alignment
-from kieval_core.matching import match_block, match_stack
-from kieval_core.normalize import Normalizer
-from kieval_core.partitions import Input, Job, merge_partitions, score_partition
-from kieval_core.report import report_json
-from kieval_core.runs import load_run, save_run
-from kieval_core.shards import input_name, is_sharded, partition_of, read_shard, shard_paths, summarize
+from kieval_core.count.alignment import document_alignment
+from kieval_core.count.matching import match_block, match_stack
+from kieval_core.count.normalize import Normalizer
+from kieval_core.read.shards import input_name, is_sharded, partition_of, read_shard, shard_paths, summarize
+from kieval_core.report.render import report_json
+from kieval_core.report.runs import load_run, save_run
+from kieval_core.scale.partitions import Input, Job, merge_partitions, score_partition
 
 DECISIONS = DecisionOptions(resamples=30, target=0.7)
 
@@ -82,6 +82,7 @@ def corpus(draw):
     return gt, pred
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(corpus(), st.integers(1, 5), st.integers(1, 6), st.integers(0, 2**32 - 1),
        st.sampled_from(["parquet", "csv", "jsonl"]))
@@ -98,6 +99,7 @@ def test_partitions_merge_to_the_local_report(data, n_shards, n_parts, seed, kin
         assert merged.models["m"].errors.to_csv(index=False) == local.models["m"].errors.to_csv(index=False)
 
 
+@pytest.mark.slow
 def test_the_sample_in_shards(tmp_path):
     """CORD sample with metadata, predictions in three formats, a GT document without
     predictions and predicted documents unknown to the GT."""

@@ -11,9 +11,9 @@ from conftest import SAMPLE_DATA
 
 from kieval_core import evaluate
 from kieval_core.cli import main
-from kieval_core.peer_families import PeerOptions, renest
-from kieval_core.registry import FAMILIES, METRICS, metrics_of
-from kieval_core.report import report_json
+from kieval_core.count.peer_families import PeerOptions, renest
+from kieval_core.report.registry import FAMILIES, METRICS, metrics_of
+from kieval_core.report.render import report_json
 
 
 @pytest.fixture(scope="module")

@@ -5,13 +5,14 @@ from __future__ import annotations
 from unittest import mock
 
 import numpy as np
+import pytest
 from builders import dataset
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kieval_core import matching
+from kieval_core.count import matching
+from kieval_core.count.matching import EXACT_BOUND, brute_force_match, match_block, match_stack
 from kieval_core.evaluate import evaluate
-from kieval_core.matching import EXACT_BOUND, brute_force_match, match_block, match_stack
 
 VALUES = st.sampled_from(["1", "2", "10", "A", "B", "x y"])
 NON_GROUP_TYPES = st.sampled_from(["company", "date", "total"])
@@ -63,6 +64,7 @@ def test_perfect_prediction_scores_one(data):
     assert m.group is None or m.group.f1 == 1.0
 
 
+@pytest.mark.slow
 @settings(max_examples=75, deadline=None)
 @given(corpus(), st.randoms(use_true_random=False))
 def test_shuffling_changes_nothing(data, rnd):
@@ -83,6 +85,7 @@ def test_shuffling_changes_nothing(data, rnd):
     assert _figures(_model(gt, pred)) == _figures(_model(shuffle(gt), shuffle(pred)))
 
 
+@pytest.mark.slow
 @settings(max_examples=75, deadline=None)
 @given(corpus())
 def test_count_identities(data):

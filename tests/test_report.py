@@ -11,7 +11,7 @@ import pytest
 from conftest import SAMPLE_DATA
 
 from kieval_core import DecisionOptions, evaluate
-from kieval_core.report import build_report, report_json
+from kieval_core.report.render import build_report, report_json
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +52,7 @@ def test_nothing_lost(sample):
     assert weak.entity.tp + weak.entity.fn == gt_entities
 
 
+@pytest.mark.slow
 def test_report_is_byte_identical_across_processes(tmp_path):
     outs = []
     for i in range(2):

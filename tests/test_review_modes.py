@@ -18,15 +18,15 @@ from test_worked_examples import RPA_GT, RPA_PRED
 
 from kieval_core import DecisionOptions, Normalizer, evaluate, load
 from kieval_core.cli import main
-from kieval_core.consensus import consensus_confidence, with_confidence_sources
-from kieval_core.field_thresholds import per_field_thresholds
-from kieval_core.report import build_report
-from kieval_core.review import (
+from kieval_core.report.consensus import consensus_confidence, with_confidence_sources
+from kieval_core.report.render import build_report
+from kieval_core.review.automation import (
     Costs,
     document_review_curve,
     recommend,
     review_documents_with,
 )
+from kieval_core.review.field_thresholds import per_field_thresholds
 
 
 def _model(gt, pred, name="m"):
@@ -114,6 +114,7 @@ def corpus(draw, models: int = 1):
 COSTS = Costs(per_review=1.5, per_document=4.0, substitution=10.0, addition=20.0, deletion=7.0)
 
 
+@pytest.mark.slow
 @settings(max_examples=75, deadline=None)
 @given(corpus())
 def test_document_review_equals_a_naive_loop_over_documents(data):
@@ -137,6 +138,7 @@ def _filled(pred: dict, value: float) -> dict:
     return {d: [(*r[:4], value if math.isnan(r[4]) else r[4]) for r in rows] for d, rows in pred.items()}
 
 
+@pytest.mark.slow
 @settings(max_examples=75, deadline=None)
 @given(corpus())
 def test_missing_confidences_reviewed_equal_a_file_that_says_zero(data):
@@ -159,6 +161,7 @@ def test_missing_confidences_reviewed_equal_a_file_that_says_zero(data):
         reviewed.review.confidence.tolist())
 
 
+@pytest.mark.slow
 @settings(max_examples=50, deadline=None)
 @given(corpus(models=3))
 def test_consensus_equals_a_naive_count_and_a_file_that_carries_it(data):
@@ -264,7 +267,7 @@ def test_consensus_on_the_seven_sroie_systems(shared_data):
         expected = "model" if name == "aws_textract_analyzeexpense" else "consensus of 6 models"
         assert model.confidence_source == expected
         assert model.curve["kieval_aligned"].iloc[-1] >= model.aligned
-    from kieval_core.calibration import calibration
+    from kieval_core.review.calibration import calibration
 
     textract = result.models["aws_textract_analyzeexpense"]
     own, cons = calibration(textract.review).iloc[0], calibration(textract.consensus).iloc[0]
@@ -278,8 +281,8 @@ def test_consensus_on_the_seven_sroie_systems(shared_data):
 @settings(max_examples=40, deadline=None)
 @given(corpus(), st.sampled_from(["predictions", "documents"]), st.sampled_from([0.3, 0.6, 0.9]))
 def test_operating_points_by_every_way_of_deciding(data, review, value):
-    from kieval_core.decisions import operating_point, review_curve
-    from kieval_core.review import (
+    from kieval_core.report.decisions import operating_point, review_curve
+    from kieval_core.review.automation import (
         point_at,
         review_by_entity_type,
         review_documents_by_entity_type,
@@ -315,7 +318,7 @@ def test_operating_points_by_every_way_of_deciding(data, review, value):
 
 
 def test_an_unreachable_target_shows_the_best_point_with_automation(rpa_files):
-    from kieval_core.decisions import operating_point
+    from kieval_core.report.decisions import operating_point
 
     model = evaluate(*rpa_files).models["m"]
     op = operating_point(model, decide_by="accuracy", value=0.95)

@@ -9,8 +9,8 @@ from conftest import SAMPLE_DATA
 
 from kieval_core import DecisionOptions, KievalInputError
 from kieval_core.cli import main
-from kieval_core.report import report_json
-from kieval_core.runs import load_detail, load_run
+from kieval_core.report.render import report_json
+from kieval_core.report.runs import load_detail, load_run
 
 
 @pytest.fixture(scope="module")

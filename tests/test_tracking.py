@@ -15,12 +15,12 @@ from mlflow import MlflowClient  # noqa: E402
 
 from kieval_core import DecisionOptions, KievalOptionError, evaluate, render_report  # noqa: E402
 from kieval_core.cli import main  # noqa: E402
-from kieval_core.registry import METRICS  # noqa: E402
-from kieval_core.report import DECISION_ROWS, value_at  # noqa: E402
-from kieval_core.results import all_errors  # noqa: E402
-from kieval_core.runs import load_run  # noqa: E402
+from kieval_core.report.registry import METRICS  # noqa: E402
+from kieval_core.report.render import DECISION_ROWS, value_at  # noqa: E402
+from kieval_core.report.results import all_errors  # noqa: E402
+from kieval_core.report.runs import load_run  # noqa: E402
+from kieval_core.report.tracking import INSTALL, log_mlflow, result_metrics  # noqa: E402
 from kieval_core.safe_text import csv_text  # noqa: E402
-from kieval_core.tracking import INSTALL, log_mlflow, result_metrics  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_data"

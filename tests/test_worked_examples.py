@@ -149,7 +149,7 @@ def test_rpa_cost_and_documents_through_cli(tmp_path):
 
 
 def test_rpa_cost_curve(rpa):
-    from kieval_core.review import Costs, with_costs
+    from kieval_core.review.automation import Costs, with_costs
 
     curve = with_costs(rpa.curve, Costs(), rpa.n_documents).set_index("threshold")
     expected = {0.0: 40, 0.35: 31, 0.40: 22, 0.60: 13, 0.70: 14}

@@ -13,9 +13,9 @@ from test_pages import SAMPLE, expand, frame_with, metric_values, open_page, sta
 
 from kieval_app.text import number, pct
 from kieval_core import LoadOptions, evaluate, load
-from kieval_core.consensus import with_confidence_sources
-from kieval_core.decisions import operating_point
-from kieval_core.review import review_documents_with
+from kieval_core.report.consensus import with_confidence_sources
+from kieval_core.report.decisions import operating_point
+from kieval_core.review.automation import review_documents_with
 
 DECIDE_BY = ("accuracy", "automation", "budget", "threshold")
 

@@ -18,10 +18,11 @@ from kieval_app.diff import diff_html, table_html
 from kieval_app.sources import AppOptions, Source, sample_sources
 from kieval_app.store import Store, TaskCancelled, approximate_size
 from kieval_core import DecisionOptions, NoCommonDocuments, evaluate, load_bytes
-from kieval_core import registry as metric_registry
-from kieval_core.compare import paired_bootstrap, per_document
-from kieval_core.report import report_json
-from kieval_core.results import corrections_table, top_confusions
+from kieval_core.report import registry as metric_registry
+from kieval_core.report.compare import paired_bootstrap, per_document
+from kieval_core.report.render import report_json
+from kieval_core.report.results import top_confusions
+from kieval_core.report.tables import corrections_table
 
 # --- overview -----------------------------------------------------------------------------
 
@@ -188,7 +189,7 @@ def test_threshold_selection():
 
 
 def test_reliability_diagram_draws_the_mean_confidence_where_a_calibrated_bar_ends(strong):
-    from kieval_core.calibration import reliability_of
+    from kieval_core.review.calibration import reliability_of
 
     table = reliability_of(strong.review)
     fig = automation.reliability_figure(table)
@@ -206,7 +207,7 @@ def test_reliability_diagram_draws_the_mean_confidence_where_a_calibrated_bar_en
 def test_paired_bootstrap_matches_a_naive_loop(sample_result):
     a, b = sample_result.models["simulated-weak"], sample_result.models["simulated-strong"]
     table = paired_bootstrap(a, b, resamples=50, seed=3).set_index("key")
-    from kieval_core.uncertainty import resample_weights
+    from kieval_core.review.uncertainty import resample_weights
 
     weights = resample_weights(np.random.default_rng(3), a.n_documents, 50)
     docs_a, docs_b = a.tally.documents, b.tally.documents.reindex(a.tally.documents.index, fill_value=0)

@@ -13,7 +13,7 @@ from test_pages import open_page, started, unescape, upload
 
 from kieval_app import document_view
 from kieval_core import evaluate
-from kieval_core.alignment import document_boxes
+from kieval_core.count.alignment import document_boxes
 
 
 def _png(width=400, height=300, mode="RGB") -> bytes:

@@ -23,7 +23,7 @@ import pytest
 from kieval_app.headless import CHROMIUM_ARGS, streamlit_server
 from kieval_app.text import pct
 from kieval_core import evaluate, load
-from kieval_core.review import review_at
+from kieval_core.review.automation import review_at
 
 pytestmark = pytest.mark.e2e
 

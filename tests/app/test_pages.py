@@ -16,8 +16,8 @@ from streamlit.testing.v1 import AppTest
 
 from kieval_app.text import WORD_JOINER, number, pct
 from kieval_core import LoadOptions, evaluate, load
-from kieval_core.causes import largest_cause
-from kieval_core.review import recommend, recommend_for_automation, recommend_for_budget, review_at
+from kieval_core.count.causes import largest_cause
+from kieval_core.review.automation import recommend, recommend_for_automation, recommend_for_budget, review_at
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "sample_data"
@@ -421,7 +421,7 @@ def test_every_way_of_deciding_moves_every_card(strong):
     expect(review_at(review, chosen))
     at.segmented_control(key="auto_mode").set_value("accuracy").run()
     at.selectbox(key="auto_scope").set_value("field").run()
-    from kieval_core.field_thresholds import per_field_thresholds
+    from kieval_core.review.field_thresholds import per_field_thresholds
 
     fields = per_field_thresholds(review, 0.9)
     expect(review_at(review, fields.thresholds))
@@ -455,7 +455,7 @@ def test_compare_with_one_model_explains_itself():
 
 
 def test_guide_shows_the_registry_and_the_live_fig2_example():
-    from kieval_core import registry
+    from kieval_core.report import registry
 
     at = started()
     open_page(at, "guide")

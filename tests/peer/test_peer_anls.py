@@ -9,7 +9,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from munkres import Munkres, make_cost_matrix
 
-from kieval_core.peer.anls import _munkres, anls_star, anls_star_corpus
+from kieval_core.count.peer.anls import _munkres, anls_star, anls_star_corpus
 
 
 def reference(gt, pred):

@@ -70,6 +70,7 @@ fields = st.dictionaries(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(fields, fields), min_size=1, max_size=3))
 def test_files_with_json_numbers_agree_with_the_references(tmp_path, pairs):

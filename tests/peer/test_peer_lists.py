@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kieval_core.loaders.lists import parse_parallel_lists, split_parallel_lists
-from kieval_core.peer.lists import list_metrics
+from kieval_core.count.peer.lists import list_metrics
+from kieval_core.read.formats.lists import parse_parallel_lists, split_parallel_lists
 
 GT = {
     "desc": ["EFTPOS", "ATM", "Purchase"],

@@ -11,8 +11,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from zss import Node
 
-from kieval_core.loaders import load
-from kieval_core.peer.nted import (
+from kieval_core.count.peer.nted import (
     LabelTree,
     donut_field_f1,
     donut_fields,
@@ -21,8 +20,9 @@ from kieval_core.peer.nted import (
     nted_corpus,
     tree_edit_distance,
 )
+from kieval_core.read.load import load
 
-nted_module = importlib.import_module("kieval_core.peer.nted")  # the package exports a function nted
+nted_module = importlib.import_module("kieval_core.count.peer.nted")  # the package exports a function nted
 
 
 def oracle_nted(gt, pred):
@@ -258,6 +258,7 @@ def cord_pairs():
     return pairs
 
 
+@pytest.mark.slow
 def test_corpus_agrees_with_donut_on_cord_sample(cord_pairs):
     scores = nted_corpus(cord_pairs).per_document
     assert scores == tuple(oracle_nted(gt, pred) for gt, pred in cord_pairs)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kieval_core.peer.oi import Detection, oi_metrics
+from kieval_core.count.peer.oi import Detection, oi_metrics
 
 logging.disable(logging.INFO)  # ie-eval configures INFO logging on import
 from ie_eval.scorer import (  # noqa: E402

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kieval_core.peer.tokens import TokenCounts, token_diagnostics, word_tokens
+from kieval_core.count.peer.tokens import TokenCounts, token_diagnostics, word_tokens
 
 
 def test_tokenizer_splits_words_and_punctuation_and_keeps_case():

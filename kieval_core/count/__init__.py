@@ -1,0 +1,1 @@
+"""Counting: value comparison, group matching, KIEval counts and the peer metrics."""

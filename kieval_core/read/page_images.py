@@ -1,0 +1,263 @@
+"""Page images of the documents (SPEC 6.7): read once, downscaled once, never required.
+
+Accepted, in a directory or a ``.zip`` (or one file alone):
+
+* ``DOC_ID.png|jpg|jpeg|webp|tif|tiff``: the one page of document ``DOC_ID``;
+* ``DOC_ID/PAGE.png`` (any of those suffixes): page ``PAGE`` (1-based) of ``DOC_ID``;
+* ``DOC_ID.pdf``: every page of ``DOC_ID``, rendered with ``pypdfium2`` (no system package).
+
+Each page is kept as a JPEG of at most :data:`DISPLAY_SIDE` pixels on its longer side,
+with the size of the original (boxes are in the original's pixels). What cannot be used
+is named in one message per file and nothing else is lost: a file that is no readable
+image, an image above :attr:`ImageLimits.max_pixels` (a decompression bomb: Pillow never
+decodes it), a PDF with more pages than :attr:`ImageLimits.max_pages` (the first pages
+are shown), a name that is no document of the ground truth (:func:`unknown_documents`).
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+import zipfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from ..exceptions import KievalInputError
+from ..limits import Limits
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".tif", ".tiff")
+PDF_SUFFIX = ".pdf"
+#: Longer side of a page as the dashboard keeps it.
+DISPLAY_SIDE = 1200
+#: Resolution a PDF page is rendered at (points are 1/72 inch).
+PDF_DPI = 110
+
+
+@dataclass(frozen=True)
+class ImageLimits:
+    """Caps on page images, from the process's :class:`~kieval_core.limits.Limits`.
+
+    Parameters
+    ----------
+    max_pixels : int
+        Largest page (width x height) decoded (``image_pixels``, default 50 million: a
+        7,000 x 7,000 scan). A larger image is refused before it is decoded.
+    max_pages : int
+        Pages rendered of one PDF (``pdf_pages``, default 50).
+    max_bytes : int
+        All images together (a zip once uncompressed: ``uncompressed_mb``).
+    """
+
+    max_pixels: int = 50_000_000
+    max_pages: int = 50
+    max_bytes: int = 1 << 30
+
+    @classmethod
+    def of(cls, limits: Limits) -> ImageLimits:
+        return cls(int(limits.image_pixels), int(limits.pdf_pages), limits.uncompressed_bytes)
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page as shown: a JPEG, and the size of the original in pixels."""
+
+    jpeg: bytes = field(repr=False)
+    width: int
+    height: int
+    shown_width: int
+    shown_height: int
+
+
+@dataclass(frozen=True)
+class PageImages:
+    """The pages of every document that has images, and one message per file not used."""
+
+    source: str
+    pages: Mapping[str, tuple[Page, ...]]
+    problems: tuple[str, ...] = ()
+
+    def page(self, doc_id: str, number: int) -> Page | None:
+        """Page ``number`` (1-based) of a document, None when there is none."""
+        pages = self.pages.get(doc_id, ())
+        return pages[number - 1] if 1 <= number <= len(pages) else None
+
+    def n_pages(self, doc_id: str) -> int:
+        return len(self.pages.get(doc_id, ()))
+
+    @property
+    def n_bytes(self) -> int:
+        return sum(len(p.jpeg) for pages in self.pages.values() for p in pages)
+
+
+def _shown(image, limits: ImageLimits) -> Page:
+    from PIL import Image
+
+    width, height = image.size
+    if image.mode not in ("RGB", "L"):
+        image = image.convert("RGBA")
+        flat = Image.new("RGB", image.size, "white")
+        flat.paste(image, mask=image.getchannel("A"))
+        image = flat
+    scale = min(1.0, DISPLAY_SIDE / max(width, height))
+    if scale < 1.0:
+        image = image.resize((max(1, round(width * scale)), max(1, round(height * scale))),
+                             Image.Resampling.LANCZOS)
+    out = io.BytesIO()
+    image.save(out, "JPEG", quality=85)
+    return Page(out.getvalue(), width, height, image.size[0], image.size[1])
+
+
+def read_image(data: bytes, source: str, limits: ImageLimits) -> Page:
+    """One image file as a page; refuses what is no image and what is above the pixel cap
+    (the size is read from the header, before anything is decoded)."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            image = Image.open(io.BytesIO(data))
+            width, height = image.size
+            if width * height > limits.max_pixels:
+                raise KievalInputError(source, None, _too_large(width, height, limits))
+            image.load()
+            if getattr(image, "n_frames", 1) > 1:
+                image.seek(0)
+            return _shown(image, limits)
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        msg = f"refused as a decompression bomb (above Pillow's pixel limit of {Image.MAX_IMAGE_PIXELS:,})"
+        raise KievalInputError(source, None, msg) from None
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+        raise KievalInputError(source, None, f"not a readable image ({exc})") from None
+
+
+def _too_large(width: int, height: int, limits: ImageLimits) -> str:
+    return (f"{width:,} x {height:,} pixels is above the limit of {limits.max_pixels:,} pixels "
+            "(raise it with --max-image-pixels or KIEVAL_MAX_IMAGE_PIXELS)")
+
+
+def read_pdf(data: bytes, source: str, limits: ImageLimits) -> tuple[tuple[Page, ...], str | None]:
+    """The pages of a PDF (at most ``max_pages``), and a message when pages were left out."""
+    import pypdfium2 as pdfium
+
+    try:
+        document = pdfium.PdfDocument(data)
+    except pdfium.PdfiumError as exc:
+        raise KievalInputError(source, None, f"not a readable PDF ({exc})") from None
+    try:
+        n = len(document)
+        if n == 0:
+            raise KievalInputError(source, None, "the PDF has no pages")
+        pages = []
+        for i in range(min(n, limits.max_pages)):
+            page = document[i]
+            width, height = page.get_size()
+            scale = PDF_DPI / 72
+            if width * height * scale * scale > limits.max_pixels:
+                raise KievalInputError(source, f"page {i + 1}", _too_large(round(width * scale),
+                                                                        round(height * scale), limits))
+            pages.append(_shown(page.render(scale=scale).to_pil(), limits))
+        note = None
+        if n > limits.max_pages:
+            note = (f"{source}: {n:,} pages; the first {limits.max_pages} are shown "
+                    "(raise the limit with --max-pdf-pages or KIEVAL_MAX_PDF_PAGES)")
+        return tuple(pages), note
+    finally:
+        document.close()
+
+
+def _document_and_page(name: str) -> tuple[str, int | None, str] | None:
+    """``(doc_id, page or None, kind)`` of a file name, None for a file that is no page."""
+    path = PurePosixPath(name)
+    suffix = path.suffix.lower()
+    if suffix not in (*IMAGE_SUFFIXES, PDF_SUFFIX) or path.name.startswith("."):
+        return None
+    kind = "pdf" if suffix == PDF_SUFFIX else "image"
+    parent = path.parent.name
+    if kind == "image" and parent and path.stem.isdigit():
+        return parent, int(path.stem), kind
+    return path.stem, None, kind
+
+
+def read_page_images(files: Mapping[str, bytes], source: str, limits: ImageLimits = ImageLimits()
+                     ) -> PageImages:
+    """Pages of every document from ``{relative path: bytes}``; one message per file not used."""
+    found: dict[str, dict[int, Page]] = {}
+    problems: list[str] = []
+    for name in sorted(files):
+        parsed = _document_and_page(name)
+        if parsed is None:
+            continue
+        doc_id, number, kind = parsed
+        where = f"{source}/{name}" if source else name
+        try:
+            if kind == "pdf":
+                pdf_pages, note = read_pdf(files[name], where, limits)
+                if note:
+                    problems.append(note)
+                found.setdefault(doc_id, {}).update({i + 1: p for i, p in enumerate(pdf_pages)})
+            else:
+                found.setdefault(doc_id, {})[number or 1] = read_image(files[name], where, limits)
+        except KievalInputError as exc:
+            problems.append(f"{exc}; document {doc_id!r} is shown without it")
+    pages = {doc_id: _in_order(doc_id, by_number, source, problems) for doc_id, by_number in found.items()}
+    if not pages and not problems:
+        problems.append(f"{source}: no page image (expected DOC_ID.png, .jpg, .jpeg, .webp, .tif, "
+                        "DOC_ID/PAGE.png or DOC_ID.pdf)")
+    return PageImages(source, {d: p for d, p in pages.items() if p}, tuple(problems))
+
+
+def _in_order(doc_id: str, by_number: Mapping[int, Page], source: str,
+              problems: list[str]) -> tuple[Page, ...]:
+    numbers = sorted(by_number)
+    if numbers != list(range(1, len(numbers) + 1)):
+        problems.append(f"{source}: document {doc_id!r} has pages {', '.join(map(str, numbers))}; they "
+                        f"are shown as pages 1 to {len(numbers)}")
+    return tuple(by_number[n] for n in numbers)
+
+
+def unknown_documents(images: PageImages, doc_ids: Iterable[str]) -> list[str]:
+    """One message per document with images that the ground truth does not have."""
+    known = set(doc_ids)
+    return [f"{images.source}: images for {doc_id!r}, which is no document of the ground truth; "
+            "they are not used" for doc_id in images.pages if doc_id not in known]
+
+
+def image_files(data: bytes, name: str, limits: ImageLimits) -> dict[str, bytes]:
+    """The files of an upload: a zip's members (paths kept, sizes capped while reading,
+    never trusting the declared sizes), or the one file itself."""
+    if not name.lower().endswith(".zip"):
+        _check_total(len(data), name, limits)
+        return {PurePosixPath(name).name: data}
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        members = [m for m in archive.infolist() if not m.is_dir() and "__MACOSX" not in m.filename]
+        _check_total(sum(m.file_size for m in members), f"{name} (uncompressed)", limits)
+        files, left = {}, limits.max_bytes
+        for member in members:
+            with archive.open(member) as handle:
+                content = handle.read(left + 1)
+            left -= len(content)
+            if left < 0:  # the declared sizes were wrong
+                _check_total(limits.max_bytes + 1, f"{name} (uncompressed)", limits)
+            files[member.filename] = content
+        return files
+    except (zipfile.BadZipFile, OSError, RuntimeError, EOFError) as exc:
+        raise KievalInputError(name, None, f"not a readable zip archive ({exc})") from None
+
+
+def directory_files(directory: str | Path, limits: ImageLimits) -> dict[str, bytes]:
+    """The files of a directory of page images (one level of ``DOC_ID/`` folders)."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise KievalInputError(str(root), None, "no such directory")
+    paths = [p for pattern in ("*", "*/*") for p in sorted(root.glob(pattern)) if p.is_file()]
+    _check_total(sum(p.stat().st_size for p in paths), str(root), limits)
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in paths}
+
+
+def _check_total(size: int, source: str, limits: ImageLimits) -> None:
+    if size > limits.max_bytes:
+        msg = (f"{size / 2**20:,.0f} MiB of images is above the limit of {limits.max_bytes / 2**20:,.0f} MiB "
+               "(raise it with --max-uncompressed or KIEVAL_MAX_UNCOMPRESSED_MB)")
+        raise KievalInputError(source, None, msg)

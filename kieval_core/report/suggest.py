@@ -1,0 +1,103 @@
+"""What declaring comparators would bring: the comparator that fixes a field's format
+errors, and the figures re-scored with it (the CLI's hint line, the app's one-click choice).
+
+>>> from kieval_core import evaluate  # doctest: +SKIP
+>>> result = evaluate("gt.jsonl", {"m": "pred.jsonl"})  # doctest: +SKIP
+>>> suggested_comparators(result.models["m"], result.normalizer)  # doctest: +SKIP
+  entity_type comparator  fixes  format
+0        date   date:dmy    347     347
+>>> rescored(result, "m", {"date": "date:dmy"}).aligned  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from ..count.causes import fixing_comparators
+from ..count.comparators import FORMAT_COMPARATORS
+from ..count.engine import count
+from ..count.normalize import Normalizer
+from ..read.dataset import ENTITY_COLUMNS, Dataset
+from .results import EvaluationResult, ModelResult
+from .tally import Tally
+
+SUGGESTION_COLUMNS = ["entity_type", "comparator", "fixes", "format"]
+
+
+def suggested_comparators(model: ModelResult, normalizer: Normalizer) -> pd.DataFrame:
+    """Per entity type with ``format`` substitutions: the comparator that makes most of
+    them equal (ties: the order of :data:`~kieval_core.count.comparators.FORMAT_COMPARATORS`,
+    dates first), how many it fixes and how many there are; most format errors first."""
+    errors = model.errors
+    if "cause" not in errors:
+        return pd.DataFrame(columns=SUGGESTION_COLUMNS)
+    subs = errors[(errors["kind"] == "substitution") & (errors["cause"] == "format")]
+    if subs.empty:
+        return pd.DataFrame(columns=SUGGESTION_COLUMNS)
+    codes, distinct = pd.factorize(pd.concat([subs["gt_value"], subs["pred_value"]]).astype(object))
+    normalised = np.array([normalizer(v) for v in distinct], dtype=object)[codes]
+    fixing = fixing_comparators(normalised[: len(subs)], normalised[len(subs):])
+    per_type = pd.DataFrame(fixing.astype(np.int64), columns=list(FORMAT_COMPARATORS))
+    per_type["entity_type"] = subs["entity_type"].astype(object).to_numpy()
+    sums = per_type.groupby("entity_type", sort=True).sum()
+    best = sums.to_numpy().argmax(axis=1)
+    out = pd.DataFrame({
+        "entity_type": sums.index.astype(object),
+        "comparator": np.asarray(FORMAT_COMPARATORS, dtype=object)[best],
+        "fixes": sums.to_numpy()[np.arange(len(sums)), best],
+        "format": per_type.groupby("entity_type", sort=True).size().to_numpy(),
+    })
+    out = out.sort_values(["format", "entity_type"], ascending=[False, True], kind="stable")
+    return out.reset_index(drop=True)
+
+
+def _dataset(frame: pd.DataFrame, name: str, doc_ids: tuple[str, ...]) -> Dataset:
+    entities = pd.DataFrame({c: frame[c].astype(object) if frame[c].dtype.name == "category" else frame[c]
+                             for c in ENTITY_COLUMNS})
+    return Dataset(name, name, entities.reset_index(drop=True), doc_ids)
+
+
+def rescored(result: EvaluationResult, name: str, comparators: Mapping[str, str]) -> ModelResult:
+    """Model ``name`` counted again with ``comparators`` ({entity type: comparator}) declared
+    on top of the evaluation's own, from the engine's tables (no file is read again; the
+    automation and peer figures are not recomputed)."""
+    model = result.models[name]
+    counted = model.detail()
+    normalizer = dataclasses.replace(result.normalizer,
+                                     comparators=result.normalizer.comparators + tuple(comparators.items()))
+    gt = _dataset(counted.gt_entities, "ground truth", counted.doc_ids)
+    pred_ids = tuple(d for d in counted.doc_ids if d not in set(model.missing_documents))
+    pred = _dataset(counted.pred_entities, name, pred_ids)
+    tally = Tally.from_counted(count(gt, pred, normalizer))
+    return ModelResult(name=name, source=model.source, tally=tally, missing_documents=model.missing_documents,
+                       unknown_documents=model.unknown_documents)
+
+
+def option_name(comparator: str) -> str:
+    """How a comparator is written on the command line (``date:dmy`` is ``date``)."""
+    return "date" if comparator == "date:dmy" else comparator
+
+
+def hint_lines(result: EvaluationResult, fields: int = 3) -> list[str]:
+    """Per model with format errors: the comparators to try for (at most) the ``fields``
+    fields with the most format errors, and what they would change: ``--compare date=date
+    would raise KIEval_Aligned from a to b`` (models without the engine's tables, a
+    distributed run, give none)."""
+    lines = []
+    for name, model in result.models.items():
+        if model.counted is None:
+            continue
+        suggestions = suggested_comparators(model, result.normalizer)
+        suggestions = suggestions[suggestions["fixes"] > 0].head(fields)
+        if suggestions.empty:
+            continue
+        chosen = dict(zip(suggestions["entity_type"], suggestions["comparator"], strict=True))
+        after = rescored(result, name, chosen).aligned
+        options = " ".join(f"--compare {t}={option_name(c)}" for t, c in chosen.items())
+        verb = "raise" if after >= model.aligned else "change"
+        lines.append(f"{name}: {options} would {verb} KIEval_Aligned from {model.aligned:.4f} to {after:.4f}")
+    return lines

@@ -1,0 +1,114 @@
+"""Mergeable counts of one model, and the figures derived from them.
+
+A :class:`Tally` holds integer counts per document, per entity type and per group type,
+plus the :class:`~kieval_core.review.automation.ReviewModel`. Every table of figures (per document,
+entity type, group type or metadata slice) is :func:`figures` of such counts, and the
+corpus figures are their sums. Tallies of disjoint sets of documents merge exactly
+(:meth:`Tally.merge`): a distributed run reduces them into the tally of the whole corpus.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..count.causes import CAUSE_COLUMNS
+from ..count.engine import Counted
+from ..count.scores import add_scores, aligned_score
+from ..review.automation import ReviewModel
+
+#: Entity counts and corrections, summed from the engine's cells.
+CELL_COUNTS = ["n_gt", "n_pred", "tp", "fp", "fn", "substitution", "addition", "deletion"]
+#: Corrections by cause (SPEC 2c) and values a comparator left unparsed (SPEC 2b), when counted.
+CAUSE_COUNTS = [*CAUSE_COLUMNS, "unparsed_gt", "unparsed_pred"]
+#: Group counts, from the pairs: group TPs, groups on each side, pairs.
+GROUP_COUNTS = ["group_tp", "n_pred_groups", "n_gt_groups", "pairs"]
+#: Flat (group-free) counts.
+FLAT_COUNTS = ["flat_tp", "flat_n_gt", "flat_n_pred"]
+#: Column order of every table of figures (group and flat columns only where they apply).
+FIGURE_COLUMNS = [
+    "n_gt", "n_pred", "tp", "fp", "fn", "precision", "recall", "f1",
+    "substitution", "addition", "deletion", "errors", "fp_plus_fn", "aligned",
+    *CAUSE_COLUMNS, "aligned_if_format_right", "unparsed_gt", "unparsed_pred",
+    "group_tp", "group_fp", "group_fn", "group_precision", "group_recall", "group_f1", "group_aligned",
+    "flat_tp", "flat_fp", "flat_fn", "flat_precision", "flat_recall", "flat_f1",
+]
+
+
+@dataclass(frozen=True, eq=False)
+class Tally:
+    """Counts per document (``documents``, indexed by doc_id, sorted), per entity type and
+    per group type, and the review model."""
+
+    documents: pd.DataFrame
+    entity_types: pd.DataFrame
+    group_types: pd.DataFrame
+    review: ReviewModel
+
+    @classmethod
+    def from_counted(cls, counted: Counted) -> Tally:
+        cells, pairs, flat = counted.cells, counted.pairs, counted.flat
+        group = pd.DataFrame({
+            "doc_id": pairs["doc_id"], "group_type": pairs["group_type"],
+            "group_tp": pairs["exact"].to_numpy(np.int64),
+            "n_pred_groups": (pairs["pred_group"] >= 0).to_numpy(np.int64),
+            "n_gt_groups": (pairs["gt_group"] >= 0).to_numpy(np.int64),
+            "pairs": np.ones(len(pairs), np.int64),
+        })
+        flat = flat.rename(columns={"tp": "flat_tp", "n_gt": "flat_n_gt", "n_pred": "flat_n_pred"})
+        ids = pd.Index(counted.doc_ids, name="doc_id", dtype=object)
+
+        def by(frame: pd.DataFrame, key: str, columns: list[str]) -> pd.DataFrame:
+            out = frame.groupby(frame[key].astype(object), sort=True)[columns].sum()
+            out.index.name = key
+            return out
+
+        counts = CELL_COUNTS + [c for c in CAUSE_COUNTS if c in cells.columns]
+        documents = pd.concat([by(cells, "doc_id", counts), by(group, "doc_id", GROUP_COUNTS),
+                               by(flat, "doc_id", FLAT_COUNTS)], axis=1)
+        documents = documents.reindex(ids, fill_value=0).fillna(0).astype(np.int64)
+        types = pd.concat([by(cells, "entity_type", counts), by(flat, "entity_type", FLAT_COUNTS)], axis=1)
+        gtypes = pd.concat([by(cells, "group_type", counts), by(group, "group_type", GROUP_COUNTS)], axis=1)
+        return cls(documents, types.fillna(0).astype(np.int64), gtypes.fillna(0).astype(np.int64),
+                   ReviewModel.from_counted(counted))
+
+    @classmethod
+    def merge(cls, parts: list[Tally]) -> Tally:
+        """The tally of the union of disjoint sets of documents."""
+        documents = pd.concat([p.documents for p in parts]).sort_index()
+
+        def summed(frames: list[pd.DataFrame]) -> pd.DataFrame:
+            return pd.concat(frames).groupby(level=0, sort=True).sum().astype(np.int64)
+
+        return cls(documents, summed([p.entity_types for p in parts]), summed([p.group_types for p in parts]),
+                   ReviewModel.merge([p.review for p in parts]))
+
+    @property
+    def totals(self) -> pd.Series:
+        """Corpus counts: the sum over documents."""
+        return self.documents.sum()
+
+
+def figures(counts: pd.DataFrame) -> pd.DataFrame:
+    """Scores from counts (P/R/F1, corrections, KIEval_Aligned, group and flat figures),
+    one row per row of ``counts``; the index becomes a column."""
+    out = counts.copy()
+    out["errors"] = out["substitution"] + out["addition"] + out["deletion"]
+    out["fp_plus_fn"] = out["fp"] + out["fn"]
+    out["aligned"] = aligned_score(out["tp"], out["errors"])
+    if "substitution_format" in out:  # (TP + format) / (TP + Error): what comparators would bring
+        out["aligned_if_format_right"] = aligned_score(out["tp"] + out["substitution_format"],
+                                                       out["errors"] - out["substitution_format"])
+    out = add_scores(out)
+    if "group_tp" in out:
+        out["group_fp"] = out["n_pred_groups"] - out["group_tp"]
+        out["group_fn"] = out["n_gt_groups"] - out["group_tp"]
+        out = add_scores(out, "group_")
+        out["group_aligned"] = aligned_score(out["group_tp"], out["pairs"] - out["group_tp"])
+    if "flat_tp" in out:
+        out["flat_fp"] = out["flat_n_pred"] - out["flat_tp"]
+        out["flat_fn"] = out["flat_n_gt"] - out["flat_tp"]
+        out = add_scores(out, "flat_")
+    return out[[c for c in FIGURE_COLUMNS if c in out.columns]].reset_index()

@@ -1,0 +1,1 @@
+"""Review: the RPA review model, thresholds, uncertainty and calibration."""

@@ -1,0 +1,185 @@
+"""Uncertainty of threshold decisions (SPEC 4b): a seeded bootstrap over documents, and a
+holdout check (choose the threshold on one part of the documents, read it on the other).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from ..exceptions import KievalOptionError
+from ..validation import check_int, check_length, check_share
+from .automation import ReviewModel, automation_curve, recommend, review_at, thresholds
+
+if TYPE_CHECKING:
+    import scipy.sparse
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """A seeded bootstrap over documents (SPEC 4b): a 95% band of KIEval_Aligned^t and
+    intervals of the recommended threshold and its automation rate."""
+
+    seed: int
+    resamples: int
+    band: pd.DataFrame  # threshold, low, high
+    threshold: tuple[float, float] | None
+    auto_rate: tuple[float, float] | None
+    reachable_share: float  # share of resamples in which the target is reachable
+
+    def interval(self) -> dict:
+        return {"threshold": self.threshold, "auto_rate": self.auto_rate}
+
+
+def _doc_matrix(model: ReviewModel, values: np.ndarray, column: np.ndarray, n_columns: int):
+    from scipy import sparse  # on demand: importing scipy.sparse costs ~0.1 s at startup
+
+    return sparse.csr_matrix((values.astype(np.float64), (model.doc, column)),
+                             shape=(model.n_documents, n_columns))
+
+
+def resample_weights(rng: np.random.Generator, n: int, size: int) -> np.ndarray:
+    """How often each of ``n`` documents is drawn in each of ``size`` resamples with
+    replacement (the multinomial counts of n uniform draws), as floats.
+
+    >>> resample_weights(np.random.default_rng(0), 4, 3).sum(axis=1).tolist()
+    [4.0, 4.0, 4.0]
+    """
+    draws = rng.integers(0, n, (size, n)) + np.arange(size)[:, None] * n if n else np.zeros((size, 0), int)
+    return np.bincount(draws.ravel(), minlength=size * n).reshape(size, n).astype(np.float64)
+
+
+def _cumulative(matrix: scipy.sparse.csr_matrix, weights: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Per resample (row of ``weights``), the weighted count of predictions below each
+    threshold (``at``: how many distinct confidences lie below it)."""
+    per_value = np.asarray(matrix.T @ weights.T).T
+    return np.concatenate([np.zeros((len(weights), 1)), np.cumsum(per_value, axis=1)], axis=1)[:, at]
+
+
+def bootstrap(model: ReviewModel, target: float, resamples: int = 1000, seed: int = 0,
+              band_points: int = 1000, chunk: int = 50) -> Bootstrap:
+    """Resample documents with replacement; each resample's exact curve gives its own
+    recommended threshold. Deterministic for a seed."""
+    check_share("target", target)
+    check_int("resamples", resamples)
+    check_int("seed", seed)
+    check_int("band_points", band_points, minimum=1)
+    check_int("chunk", chunk, minimum=1)
+    taus = thresholds(model.confidence)
+    distinct, column = np.unique(model.confidence, return_inverse=True)
+    at = np.searchsorted(distinct, taus, side="left")  # predictions reviewed at each threshold
+    gain = _doc_matrix(model, model.gain, column, len(distinct))
+    wrong = _doc_matrix(model, model.wrong, column, len(distinct))
+    count = _doc_matrix(model, np.ones(model.n_predictions), column, len(distinct))
+    shown = np.unique(np.linspace(0, len(taus) - 1, min(band_points, len(taus))).round().astype(int))
+    rng = np.random.default_rng(seed)
+    n = model.n_documents
+    chosen_tau, chosen_auto, kept, reached = [], [], [], 0
+    for start in range(0, resamples, chunk):
+        size = min(chunk, resamples - start)
+        weights = resample_weights(rng, n, size)
+        cum_gain, cum_wrong, cum_count = (_cumulative(m, weights, at) for m in (gain, wrong, count))
+        tp = weights @ model.doc_tp
+        addition = weights @ model.doc_addition
+        total_wrong = cum_wrong[:, -1]
+        total = cum_count[:, -1]
+        tp_after = tp[:, None] + cum_gain
+        errors = addition[:, None] + (total_wrong[:, None] - cum_wrong)
+        aligned = np.where(tp_after + errors > 0, tp_after / np.maximum(tp_after + errors, 1e-300), 1.0)
+        auto = np.where(total[:, None] > 0, 1.0 - cum_count / np.maximum(total[:, None], 1e-300), 1.0)
+        ok = (aligned >= target - 1e-12) & (auto > 0)
+        first = np.argmax(ok, axis=1)
+        hit = ok[np.arange(size), first]
+        reached += int(hit.sum())
+        chosen_tau.append(taus[first[hit]])
+        chosen_auto.append(auto[np.arange(size), first][hit])
+        kept.append(aligned[:, shown])
+    values = np.concatenate(kept) if kept else np.zeros((0, len(shown)))
+    band = pd.DataFrame({
+        "threshold": taus[shown],
+        "low": np.quantile(values, 0.025, axis=0) if len(values) else np.nan,
+        "high": np.quantile(values, 0.975, axis=0) if len(values) else np.nan,
+    })
+    tau_all = np.concatenate(chosen_tau) if chosen_tau else np.zeros(0)
+    auto_all = np.concatenate(chosen_auto) if chosen_auto else np.zeros(0)
+
+    def interval(values: np.ndarray) -> tuple[float, float] | None:
+        if not len(values):
+            return None
+        return float(np.quantile(values, 0.025)), float(np.quantile(values, 0.975))
+
+    return Bootstrap(seed, resamples, band, interval(tau_all), interval(auto_all),
+                     reached / resamples if resamples else 0.0)
+
+
+@dataclass(frozen=True)
+class Holdout:
+    """A threshold chosen on one part of the documents, checked on the other."""
+
+    target: float
+    chosen_on: str
+    checked_on: str
+    threshold: float | None
+    accuracy_chosen: float | None
+    accuracy_checked: float | None
+    interval_checked: tuple[float, float] | None
+    auto_rate_checked: float | None
+
+    @property
+    def carries_over(self) -> bool | None:
+        """Whether the target is reached (or inside the 95% interval) on the other part."""
+        if self.accuracy_checked is None or self.interval_checked is None:
+            return None
+        return self.interval_checked[1] >= self.target - 1e-12
+
+    def as_dict(self) -> dict:
+        out = asdict(self)
+        out["interval_checked"] = None if self.interval_checked is None else list(self.interval_checked)
+        out["carries_over"] = self.carries_over
+        return out
+
+
+def holdout(model: ReviewModel, target: float, chosen: np.ndarray, *, names: tuple[str, str] = (
+        "a random half", "the other half"), resamples: int = 1000, seed: int = 0, chunk: int = 50) -> Holdout:
+    """Choose the threshold on the documents of ``chosen`` (a mask over ``doc_ids``) and
+    read its accuracy after review, with a bootstrap interval, on the others (resampled
+    ``chunk`` at a time: memory does not grow with ``resamples`` x documents)."""
+    check_share("target", target)
+    chosen = check_length("chosen", chosen, model.n_documents, "document").astype(bool)
+    if len(names) != 2 or not all(isinstance(n, str) for n in names):
+        msg = f"names must be two str (the part chosen on, the part checked on), got {names!r}"
+        raise KievalOptionError(msg)
+    check_int("resamples", resamples, minimum=1)
+    check_int("seed", seed)
+    check_int("chunk", chunk, minimum=1)
+    part_a, part_b = model.restrict(chosen), model.restrict(~chosen)
+    rec = recommend(automation_curve(part_a), target, part_a.n_documents)
+    if not rec.reachable or not part_b.n_documents:
+        return Holdout(target, names[0], names[1], rec.threshold, rec.accuracy, None, None, None)
+    point = review_at(part_b, rec.threshold)
+    reviewed = part_b.confidence < rec.threshold
+    n = part_b.n_documents
+    tp_doc = part_b.doc_tp + np.bincount(part_b.doc, weights=reviewed & part_b.gain, minlength=n)
+    err_doc = part_b.doc_addition + np.bincount(part_b.doc, weights=part_b.wrong & ~reviewed, minlength=n)
+    rng = np.random.default_rng(seed)
+    sums = []
+    for start in range(0, resamples, chunk):
+        weights = resample_weights(rng, n, min(chunk, resamples - start))
+        sums.append((weights @ tp_doc, weights @ err_doc))
+    tp, err = (np.concatenate(parts) for parts in zip(*sums, strict=True))
+    acc = np.where(tp + err > 0, tp / np.maximum(tp + err, 1e-300), 1.0)
+    interval = (float(np.quantile(acc, 0.025)), float(np.quantile(acc, 0.975)))
+    return Holdout(target, names[0], names[1], rec.threshold, rec.accuracy, point.kieval_aligned, interval,
+                   point.auto_rate)
+
+
+def random_half(n_documents: int, seed: int = 0) -> np.ndarray:
+    """A seeded random half of the documents (a mask), for :func:`holdout`."""
+    check_int("n_documents", n_documents)
+    check_int("seed", seed)
+    mask = np.zeros(n_documents, bool)
+    mask[np.random.default_rng(seed).permutation(n_documents)[: n_documents // 2]] = True
+    return mask

@@ -1,0 +1,1 @@
+"""Scale-out: evaluation partition by partition on a Dask cluster."""

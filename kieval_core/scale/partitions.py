@@ -1,0 +1,158 @@
+"""Scoring a corpus partition by partition, and merging the partitions exactly.
+
+A **partition** is a set of documents with all their rows: the ground truth's and every
+prediction set's. Every figure of a document depends on that document alone (groups are
+matched within a document, ties are settled by content, the review model is kept in a
+canonical order), so:
+
+* :func:`score_partition` runs the local engine's code on one partition (the rows of its
+  documents, as :class:`~kieval_core.read.shards.ShardRows`): :func:`~kieval_core.read.shards.assemble`,
+  :func:`~kieval_core.report.scoring.score` and :meth:`~kieval_core.report.tally.Tally.from_counted`;
+* :func:`merge_partitions` reduces the partitions' results into the
+  :class:`~kieval_core.report.results.EvaluationResult` of the whole corpus:
+  :meth:`~kieval_core.report.tally.Tally.merge` of their tallies (integer counts summed, per-document
+  tables concatenated, the review models concatenated and put in canonical order), so
+  every automation figure, curve, bootstrap and per-field threshold comes from the same
+  code and the same arrays as in a local run.
+
+Both are plain functions of plain values and know nothing of Dask:
+:mod:`kieval_core.scale.distributed` runs them on a Dask cluster; Spark (``groupBy`` on the
+partition key, then ``mapPartitions``) or Ray (``map_batches`` over batches grouped by
+the key) would run the same two functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from itertools import chain
+
+import numpy as np
+import pandas as pd
+
+from ..count.normalize import Normalizer
+from ..read.dataset import DatasetSummary
+from ..read.shards import ShardRows, assemble
+from ..report.results import EvaluationResult, ModelResult, error_table
+from ..report.runs import save_partition
+from ..report.scoring import KeyCounts, model_warnings, one_sided_keys, score
+from ..report.tally import Tally
+
+
+@dataclass(frozen=True)
+class Input:
+    """One input of a run, as every partition needs to know it."""
+
+    name: str
+    source: str
+    format: str
+
+
+@dataclass(frozen=True)
+class Job:
+    """What every partition of a run is given besides its rows.
+
+    Parameters
+    ----------
+    gt, models : Input
+        The ground truth and the prediction sets (in report order).
+    normalizer : Normalizer
+        Value comparison.
+    meta_keys : tuple of str
+        Declared metadata keys (``--meta``).
+    run_dir : str or None
+        A saved run's directory on storage every worker can write (``--save-run``): each
+        partition writes its ground-truth entities and each model's detail there.
+    errors : bool
+        Whether each partition returns its error tables (``--errors-csv``).
+    """
+
+    gt: Input
+    models: tuple[Input, ...]
+    normalizer: Normalizer = Normalizer()
+    meta_keys: tuple[str, ...] = ()
+    run_dir: str | None = None
+    errors: bool = False
+
+
+@dataclass(frozen=True)
+class ModelPart:
+    """One prediction set on one partition. ``tally`` is None when the partition has no
+    GT document (it may still hold predicted documents unknown to the ground truth)."""
+
+    tally: Tally | None
+    missing: tuple[str, ...]
+    unknown: tuple[str, ...]
+    keys: KeyCounts
+    errors: pd.DataFrame | None = None
+
+
+@dataclass(frozen=True)
+class PartitionResult:
+    """What a partition sends back: counts of its ground truth and each model's part."""
+
+    index: int
+    gt_entities: int
+    gt_groups: int
+    gt_keys: KeyCounts
+    models: Mapping[str, ModelPart]
+
+
+def score_partition(index: int, gt_rows: Sequence[ShardRows], pred_rows: Mapping[str, Sequence[ShardRows]],
+                    job: Job) -> PartitionResult:
+    """Score the documents of one partition (``index`` numbers it; rows of any shards)."""
+    gt = assemble(gt_rows, job.gt.source, job.gt.name, job.gt.format, job.meta_keys)
+    models: dict[str, ModelPart] = {}
+    detail = []
+    for spec in job.models:
+        pred = assemble(pred_rows.get(spec.name, ()), spec.source, spec.name, spec.format, job.meta_keys)
+        if not gt.doc_ids:
+            models[spec.name] = ModelPart(None, (), tuple(sorted(pred.doc_ids)), KeyCounts.of(pred))
+            detail.append(None)
+            continue
+        scored = score(gt, pred, job.normalizer)
+        errors = error_table(scored.counted) if job.errors else None
+        models[spec.name] = ModelPart(Tally.from_counted(scored.counted), scored.missing, scored.unknown,
+                                      KeyCounts.of(pred), errors)
+        detail.append(scored.counted)
+    if job.run_dir is not None:
+        save_partition(job.run_dir, index, gt, detail)
+    return PartitionResult(index, gt.n_entities, gt.n_groups, KeyCounts.of(gt), models)
+
+
+def merge_partitions(parts: Sequence[PartitionResult], gt: DatasetSummary,
+                     predictions: Mapping[str, DatasetSummary], normalizer: Normalizer) -> EvaluationResult:
+    """The result of the whole corpus from its partitions' results.
+
+    ``gt`` and ``predictions`` describe the inputs as a whole (documents, metadata, notes,
+    loader warnings: :func:`~kieval_core.read.shards.summarize`); the counts come from the
+    partitions.
+    """
+    parts = sorted(parts, key=lambda p: p.index)
+    gt = replace(gt, entity_count=sum(p.gt_entities for p in parts),
+                 group_count=sum(p.gt_groups for p in parts))
+    models: dict[str, ModelResult] = {}
+    for name, pred in predictions.items():
+        own = [p.models[name] for p in parts]
+        tally = Tally.merge([m.tally for m in own if m.tally is not None])
+        missing = tuple(sorted(chain.from_iterable(m.missing for m in own)))
+        unknown = tuple(sorted(chain.from_iterable(m.unknown for m in own)))
+        errors = [m.errors for m in own if m.errors is not None]
+        models[name] = ModelResult(
+            name=name, source=pred.source, tally=tally, missing_documents=missing, unknown_documents=unknown,
+            warnings=model_warnings(pred.warnings, missing, unknown, tally.review), meta=gt.meta,
+            format=pred.format, notes=pred.notes, error_list=merge_errors(errors) if errors else None,
+        )
+    keys = {name: KeyCounts.merge([p.models[name].keys for p in parts]) for name in predictions}
+    warnings = tuple(k.message for k in one_sided_keys(KeyCounts.merge([p.gt_keys for p in parts]), keys))
+    return EvaluationResult(gt, models, normalizer, ("kieval",), warnings)
+
+
+def merge_errors(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """Error tables of disjoint partitions as one, in the local engine's order: documents
+    sorted, each document's rows in its partition's order (a document never straddles
+    partitions, so a stable sort on the doc_id is enough)."""
+    rows = pd.concat(frames, ignore_index=True)
+    doc = rows["doc_id"].astype(object)
+    rank = pd.Index(sorted(doc.unique()), dtype=object).get_indexer(doc)
+    return rows.iloc[np.argsort(rank, kind="stable")].reset_index(drop=True)
