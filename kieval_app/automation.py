@@ -62,6 +62,31 @@ def _rank_axis(shown: pd.DataFrame) -> dict:
     }
 
 
+def _mark_choice(fig: go.Figure, point: tuple[float, float] | None, target: float | None,
+                 customdata: list | None = None) -> None:
+    """The chosen operating point (a ring) and the target accuracy (a dotted line) of a
+    trade-off chart."""
+    if point is not None:
+        fig.add_trace(
+            go.Scatter(
+                x=[point[0]],
+                y=[point[1]],
+                mode="markers",
+                name="chosen point",
+                marker={"size": 16, "color": "#333", "symbol": "circle-open", "line": {"width": 3}},
+                customdata=customdata,
+                hoverinfo="skip",
+            )
+        )
+    if target is not None:
+        fig.add_hline(
+            y=target,
+            line={"dash": "dot", "color": NEUTRAL_COLOR},
+            annotation_text=f"target {target:.0%}",
+            annotation_position="bottom left",
+        )
+
+
 def _marker_rank(shown: pd.DataFrame, tau: float | None) -> int | None:
     if tau is None:
         return None
@@ -178,26 +203,9 @@ def tradeoff_figure(
         )
     )
     rank = _marker_rank(shown, tau)
-    if rank is not None:
-        now = shown.iloc[rank]
-        fig.add_trace(
-            go.Scatter(
-                x=[now[x]],
-                y=[now[y]],
-                mode="markers",
-                name="chosen point",
-                marker={"size": 16, "color": "#333", "symbol": "circle-open", "line": {"width": 3}},
-                customdata=[[now["threshold"], now["reviewed"]]],
-                hoverinfo="skip",
-            )
-        )
-    if target is not None:
-        fig.add_hline(
-            y=target,
-            line={"dash": "dot", "color": NEUTRAL_COLOR},
-            annotation_text=f"target {target:.0%}",
-            annotation_position="bottom left",
-        )
+    now = None if rank is None else shown.iloc[rank]
+    _mark_choice(fig, None if now is None else (now[x], now[y]), target,
+                 None if now is None else [[now["threshold"], now["reviewed"]]])
     low = float(min(shown[y].min(), target if target is not None else 1.0))
     fig.update_layout(
         **base_layout(height=380),
@@ -239,24 +247,7 @@ def policies_figure(
                 "%{customdata[1]:,} predictions looked at<extra>" + name + "</extra>",
             )
         )
-    if chosen is not None:
-        fig.add_trace(
-            go.Scatter(
-                x=[chosen[0]],
-                y=[chosen[1]],
-                mode="markers",
-                name="chosen point",
-                marker={"size": 16, "color": "#333", "symbol": "circle-open", "line": {"width": 3}},
-                hoverinfo="skip",
-            )
-        )
-    if target is not None:
-        fig.add_hline(
-            y=target,
-            line={"dash": "dot", "color": NEUTRAL_COLOR},
-            annotation_text=f"target {target:.0%}",
-            annotation_position="bottom left",
-        )
+    _mark_choice(fig, chosen, target)
     low = float(min(predictions["kieval_aligned"].min(), documents["kieval_aligned"].min(), target or 1.0))
     fig.update_layout(
         **base_layout(height=380),
