@@ -31,19 +31,21 @@ def corrections_by_type_figure(model: ModelResult, top: int = 25) -> go.Figure:
     """Stacked horizontal bars of the corrections per entity type (types with most errors)."""
     table = corrections_by_type(model)
     table = table[table["errors"] > 0].head(top)
-    types = [plain(t, 40) for t in table["entity_type"]]
+    series = [(KIND_LABELS[kind], table[kind], KIND_COLORS[kind]) for kind in KINDS]
+    return _stacked_corrections(table["entity_type"], series, base_height=120)
+
+
+def _stacked_corrections(entity_types: pd.Series, series: list[tuple[str, pd.Series, str]],
+                         base_height: int) -> go.Figure:
+    """Horizontal bars of corrections per entity type, one stacked series per (label,
+    values, colour), the types in the table's order from the top."""
+    types = [plain(t, 40) for t in entity_types]
     fig = go.Figure()
-    for kind in KINDS:
-        fig.add_bar(
-            y=types,
-            x=table[kind],
-            orientation="h",
-            name=KIND_LABELS[kind],
-            marker_color=KIND_COLORS[kind],
-            hovertemplate="%{y}<br>" + KIND_LABELS[kind] + ": %{x}<extra></extra>",
-        )
+    for label, values, color in series:
+        fig.add_bar(y=types, x=values, orientation="h", name=label, marker_color=color,
+                    hovertemplate="%{y}<br>" + label + ": %{x}<extra></extra>")
     fig.update_layout(
-        **base_layout(height=120 + 24 * max(len(types), 3)),
+        **base_layout(height=base_height + 24 * max(len(types), 3)),
         barmode="stack",
         xaxis_title="corrections",
         yaxis={"autorange": "reversed"},
@@ -131,21 +133,8 @@ def causes_by_type_figure(model: ModelResult, top: int = 25) -> go.Figure:
     table = corrections_by_type(model)
     table = table[table["errors"] > 0].head(top)
     table = table.merge(model.by_entity_type, on="entity_type", suffixes=("", "_"))
-    types = [plain(t, 40) for t in table["entity_type"]]
-    fig = go.Figure()
-    for kind, cause in CAUSE_SERIES:
-        label = CAUSE_LABELS[kind, cause]
-        fig.add_bar(y=types, x=table[f"{kind}_{cause}"], orientation="h", name=label,
-                    marker_color=CAUSE_COLORS[kind, cause],
-                    hovertemplate="%{y}<br>" + label + ": %{x}<extra></extra>")
-    fig.update_layout(
-        **base_layout(height=150 + 24 * max(len(types), 3)),
-        barmode="stack",
-        xaxis_title="corrections",
-        yaxis={"autorange": "reversed"},
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "traceorder": "normal"},
-    )
-    return fig
+    series = [(CAUSE_LABELS[kc], table[f"{kc[0]}_{kc[1]}"], CAUSE_COLORS[kc]) for kc in CAUSE_SERIES]
+    return _stacked_corrections(table["entity_type"], series, base_height=150)
 
 
 def format_shares(model: ModelResult) -> pd.DataFrame:
