@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from oracles import isclose, naive_counts, naive_field_thresholds, naive_review
 from test_invariance import corpus
 
-from kieval_core import evaluate
+from kieval_core import Normalizer, evaluate
+from kieval_core.count.engine import tp_and_error
 from kieval_core.review.automation import Costs, with_costs
 from kieval_core.review.calibration import auroc, average_ranks, calibration
 from kieval_core.review.field_thresholds import per_field_thresholds
@@ -36,6 +37,35 @@ def test_count_equals_enumeration(data):
     if m.group is not None:
         assert (m.group.tp, m.group.fp, m.group.fn) == (
             expected["group_tp"], expected["group_fp"], expected["group_fn"])
+
+
+# values that some comparators make equal ("1" and "1.0" as numbers, "A" and "a" ignoring case)
+FORMATTED = st.sampled_from(["1", "1.0", "A", "a", "B"])
+
+
+@st.composite
+def formatted_corpus(draw):
+    def document():
+        rows = [("", "", draw(st.sampled_from(["company", "total"])), draw(FORMATTED), math.nan)
+                for _ in range(draw(st.integers(0, 3)))]
+        for g in range(draw(st.integers(0, 4))):
+            rows += [("menu", str(g), draw(st.sampled_from(["menu.nm", "menu.price"])), draw(FORMATTED),
+                      math.nan) for _ in range(draw(st.integers(1, 3)))]
+        return rows
+
+    n = draw(st.integers(1, 3))
+    return {f"d{i}": document() for i in range(n)}, {f"d{i}": document() for i in range(n)}
+
+
+@settings(max_examples=60, deadline=None)
+@given(formatted_corpus(), st.dictionaries(st.sampled_from(["company", "total", "menu.nm", "menu.price"]),
+                                           st.sampled_from(["exact", "number", "casefold", "alnum"])))
+def test_tp_and_error_equal_the_full_count(data, comparators):
+    gt, pred = data
+    normalizer = Normalizer.from_names(None, [f"{t}={c}" for t, c in comparators.items()])
+    gt_set, pred_set = dataset(gt, "gt"), dataset(pred, "m")
+    m = evaluate(gt_set, {"m": pred_set}, normalizer=normalizer).models["m"]
+    assert tp_and_error(gt_set, pred_set, normalizer) == (m.entity.tp, m.corrections.total)
 
 
 @pytest.mark.slow

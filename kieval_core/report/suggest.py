@@ -6,7 +6,7 @@ errors, and the figures re-scored with it (the CLI's hint line, the app's one-cl
 >>> suggested_comparators(result.models["m"], result.normalizer)  # doctest: +SKIP
   entity_type comparator  fixes  format
 0        date   date:dmy    347     347
->>> rescored(result, "m", {"date": "date:dmy"}).aligned  # doctest: +SKIP
+>>> rescored_aligned(result, "m", {"date": "date:dmy"})  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ import pandas as pd
 
 from ..count.causes import fixing_comparators
 from ..count.comparators import FORMAT_COMPARATORS
-from ..count.engine import count
+from ..count.engine import tp_and_error
 from ..count.normalize import Normalizer
+from ..count.scores import aligned_score
 from ..read.dataset import ENTITY_COLUMNS, Dataset
 from .results import EvaluationResult, ModelResult
-from .tally import Tally
 
 SUGGESTION_COLUMNS = ["entity_type", "comparator", "fixes", "format"]
 
@@ -61,10 +61,10 @@ def _dataset(frame: pd.DataFrame, name: str, doc_ids: tuple[str, ...]) -> Datase
     return Dataset(name, name, entities.reset_index(drop=True), doc_ids)
 
 
-def rescored(result: EvaluationResult, name: str, comparators: Mapping[str, str]) -> ModelResult:
-    """Model ``name`` counted again with ``comparators`` ({entity type: comparator}) declared
-    on top of the evaluation's own, from the engine's tables (no file is read again; the
-    automation and peer figures are not recomputed)."""
+def rescored_aligned(result: EvaluationResult, name: str, comparators: Mapping[str, str]) -> float:
+    """KIEval_Aligned of model ``name`` counted again with ``comparators`` ({entity type:
+    comparator}) declared on top of the evaluation's own, from the engine's tables (no
+    file is read again)."""
     model = result.models[name]
     counted = model.detail()
     normalizer = dataclasses.replace(result.normalizer,
@@ -72,9 +72,7 @@ def rescored(result: EvaluationResult, name: str, comparators: Mapping[str, str]
     gt = _dataset(counted.gt_entities, "ground truth", counted.doc_ids)
     pred_ids = tuple(d for d in counted.doc_ids if d not in set(model.missing_documents))
     pred = _dataset(counted.pred_entities, name, pred_ids)
-    tally = Tally.from_counted(count(gt, pred, normalizer))
-    return ModelResult(name=name, source=model.source, tally=tally, missing_documents=model.missing_documents,
-                       unknown_documents=model.unknown_documents)
+    return float(aligned_score(*tp_and_error(gt, pred, normalizer)))
 
 
 def option_name(comparator: str) -> str:
@@ -96,7 +94,7 @@ def hint_lines(result: EvaluationResult, fields: int = 3) -> list[str]:
         if suggestions.empty:
             continue
         chosen = dict(zip(suggestions["entity_type"], suggestions["comparator"], strict=True))
-        after = rescored(result, name, chosen).aligned
+        after = rescored_aligned(result, name, chosen)
         options = " ".join(f"--compare {t}={option_name(c)}" for t, c in chosen.items())
         verb = "raise" if after >= model.aligned else "change"
         lines.append(f"{name}: {options} would {verb} KIEval_Aligned from {model.aligned:.4f} to {after:.4f}")
