@@ -14,7 +14,7 @@ from pandas.api.types import is_numeric_dtype
 
 from kieval_core import EvaluationResult
 
-from .overview import is_count, reported_metrics
+from .overview import reported_metrics
 from .text import md
 
 PERCENT_FORMAT = "%.2f%%"
@@ -150,8 +150,8 @@ def shown(
 def metric_table(result: EvaluationResult, table: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     """A metric table (one column per registry metric label, index ``model``) for people."""
     metrics = [m for m in reported_metrics(result) if m.label in table.columns]
-    scores = {m.label for m in metrics if not is_count(m, table)}
-    counts = {m.label for m in metrics if is_count(m, table)}
+    scores = {m.label for m in metrics if not m.count}
+    counts = {m.label for m in metrics if m.count}
     frame, config = shown(
         table.reset_index(), percent=scores, counts=counts, labels={m.label: m.label for m in metrics}
     )
@@ -166,7 +166,7 @@ def metric_styler(result: EvaluationResult, table: pd.DataFrame):
     decimals, counts with separators, blank where a metric is not defined. ``st.table``
     renders its cells as markdown, so text cells (the model names) are escaped."""
     metrics = [m for m in reported_metrics(result) if m.label in table.columns]
-    formats = {m.label: ("{:,.0f}" if is_count(m, table) else (lambda v: f"{100 * v:.2f}%")) for m in metrics}
+    formats = {m.label: ("{:,.0f}" if m.count else (lambda v: f"{100 * v:.2f}%")) for m in metrics}
     frame = table.reset_index()
     formats.update({c: md for c in frame.columns if c not in formats and not is_numeric_dtype(frame[c])})
     return frame.style.format(formats, na_rep="").hide(axis="index")

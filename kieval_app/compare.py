@@ -51,7 +51,7 @@ def verdict_text(verdict: str, name_a: str, name_b: str) -> str:
 def deltas_display(table: pd.DataFrame, name_a: str, name_b: str) -> pd.DataFrame:
     """The bootstrap table for reading: values as fractions (shown as %), the interval and
     the difference in percentage points, the verdict with the models' names."""
-    counts = table["key"].str.startswith("kieval.corrections") | (table["key"] == "kieval.fp_plus_fn")
+    counts = table["count"].astype(bool)
     return pd.DataFrame(
         {
             "metric": table["metric"],
@@ -70,9 +70,7 @@ def deltas_display(table: pd.DataFrame, name_a: str, name_b: str) -> pd.DataFram
 
 def deltas_figure(table: pd.DataFrame, name_a: str, name_b: str) -> go.Figure:
     """Forest plot of the scores (counts are in the table): B - A with its interval."""
-    table = table[
-        ~(table["key"].str.startswith("kieval.corrections") | (table["key"] == "kieval.fp_plus_fn"))
-    ]
+    table = table[~table["count"].astype(bool)]
     colors = [ACCURACY_COLOR if v != "no clear difference" else NEUTRAL_COLOR for v in table["verdict"]]
     fig = go.Figure()
     fig.add_trace(

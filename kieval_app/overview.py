@@ -7,8 +7,6 @@ The metric table itself is the core's (:func:`kieval_core.report.tables.metric_t
 
 from __future__ import annotations
 
-import numbers
-
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -17,23 +15,13 @@ from kieval_core.report import registry as metric_registry
 from kieval_core.report.tables import corrections_table, metric_table, reported_metrics
 
 from .style import KIND_COLORS, KIND_LABELS, base_layout
-from .text import is_missing, plain
+from .text import plain
 
 __all__ = [
-    "best_models", "corrections_figure", "is_count", "metric_cards", "metric_table", "reported_metrics",
+    "best_models", "corrections_figure", "metric_cards", "metric_table", "reported_metrics",
 ]
 
 FP_FN_COLOR = "#7f7f7f"
-
-
-def is_count(metric: metric_registry.Metric, table: pd.DataFrame) -> bool:
-    """Counts are integers wherever defined (corrections, FP + FN)."""
-    values = [v for v in table[metric.label].tolist() if not is_missing(v)]
-    return (
-        bool(values)
-        and all(isinstance(v, numbers.Integral) or float(v).is_integer() for v in values)
-        and not metric.key.endswith(("f1", "precision", "recall", "aligned", "anls_star", "nted"))
-    )
 
 
 def best_models(result: EvaluationResult, table: pd.DataFrame) -> dict[str, str]:

@@ -34,6 +34,25 @@ def test_every_registered_metric_has_a_value(sample):
             assert value == value  # not NaN
 
 
+def test_counts_are_marked_as_counts(sample):
+    """A metric is a count exactly when it counts things (whole numbers beyond 1 on the
+    sample); every other metric is a fraction. Tables and the Compare page read ``count``
+    to show a count as a number, never as a percentage (the causes were shown as 27,900%)."""
+    weak = sample.models["weak"]
+    for metric in METRICS:
+        if not metric.computed(weak):
+            continue
+        value = metric.get(weak)
+        if metric.count:
+            assert float(value).is_integer(), metric.key
+        else:
+            assert 0 <= value <= 1 or metric.key.startswith("oi."), metric.key  # OI rates are not capped
+    counted = {m.key for m in METRICS if m.count}
+    assert {"kieval.corrections.total", "kieval.fp_plus_fn", "kieval.causes.substitution.format",
+            "kieval.causes.addition.missed", "kieval.causes.deletion.hallucinated"} <= counted
+    assert max(metric.get(weak) for metric in METRICS if metric.count) > 1
+
+
 def test_registry_is_consistent():
     keys = [m.key for m in METRICS]
     assert len(keys) == len(set(keys))

@@ -18,7 +18,7 @@ from .registry import METRICS, Metric
 from .results import ModelResult
 from .tally import figures
 
-COLUMNS = ["key", "metric", "A", "B", "delta", "low", "high", "higher_is_better", "verdict"]
+COLUMNS = ["key", "metric", "A", "B", "delta", "low", "high", "higher_is_better", "count", "verdict"]
 
 
 def comparable_metrics(a: ModelResult, b: ModelResult) -> list[Metric]:
@@ -37,8 +37,10 @@ def paired_bootstrap(a: ModelResult, b: ModelResult, resamples: int = 1000, seed
                      level: float = 0.95, chunk: int = 200) -> pd.DataFrame:
     """Differences B - A with percentile bootstrap intervals, one row per metric.
 
-    Columns ``key, metric, A, B, delta, low, high, higher_is_better, verdict`` (verdict:
-    ``B better``, ``A better`` or ``no clear difference`` when the interval holds 0).
+    Columns ``key, metric, A, B, delta, low, high, higher_is_better, count, verdict``
+    (``count``: the metric counts things, so A, B and the interval are numbers of them, not
+    fractions; verdict: ``B better``, ``A better`` or ``no clear difference`` when the
+    interval holds 0).
     """
     check_instance("a", a, ModelResult)
     check_instance("b", b, ModelResult)
@@ -82,7 +84,8 @@ def paired_bootstrap(a: ModelResult, b: ModelResult, resamples: int = 1000, seed
             verdict = "no clear difference"
         rows.append({"key": metric.key, "metric": metric.label, "A": value_a, "B": value_b,
                      "delta": value_b - value_a, "low": low, "high": high,
-                     "higher_is_better": metric.higher_is_better, "verdict": verdict})
+                     "higher_is_better": metric.higher_is_better, "count": metric.count,
+                     "verdict": verdict})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

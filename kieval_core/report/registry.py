@@ -30,7 +30,9 @@ class Metric:
     from a :class:`~kieval_core.report.results.ModelResult` (None when undefined). ``column`` names
     where the metric sits in a table of :func:`kieval_core.report.tally.figures` (KIEval family)
     or in a model's per-document table (peer means over documents): resampled or sliced
-    counts give the metric through the same formulas.
+    counts give the metric through the same formulas. ``count`` marks a number of things
+    (corrections, their causes, FP + FN) rather than a fraction: tables show it as a whole
+    number and differences of it in the same unit, never as a percentage.
     """
 
     key: str
@@ -43,6 +45,7 @@ class Metric:
     get: Callable[[ModelResult], Any]
     headline: bool = False
     column: str | None = None
+    count: bool = False
 
     @property
     def direction(self) -> str:
@@ -67,8 +70,9 @@ def _corpus(column: str) -> Callable[[ModelResult], Any]:
 
 
 def _kieval(key: str, label: str, column: str, higher: bool, definition: str, how: str,
-            headline: bool = False, citation: str = KIEVAL_CITATION) -> Metric:
-    return Metric(key, label, "kieval", higher, definition, how, citation, _corpus(column), headline, column)
+            headline: bool = False, citation: str = KIEVAL_CITATION, count: bool = False) -> Metric:
+    return Metric(key, label, "kieval", higher, definition, how, citation, _corpus(column), headline, column,
+                  count)
 
 
 CAUSE_LABELS = {"substitution": "Subs", "deletion": "Dels", "addition": "Adds"}
@@ -97,7 +101,7 @@ CAUSE_DEFINITIONS = {
 
 def _cause_metrics(kind: str) -> tuple[Metric, ...]:
     return tuple(_kieval(f"kieval.causes.{kind}.{cause}", f"{CAUSE_LABELS[kind]}: {cause.replace('_', ' ')}",
-                         f"{kind}_{cause}", False, *CAUSE_DEFINITIONS[kind, cause])
+                         f"{kind}_{cause}", False, *CAUSE_DEFINITIONS[kind, cause], count=True)
                  for cause in CAUSES_OF_KIND[kind])
 
 
@@ -129,21 +133,21 @@ METRICS: tuple[Metric, ...] = (
     _kieval("kieval.corrections.total", "Corrections", "errors", False,
             "Substitutions + additions + deletions a person needs to turn the prediction into "
             "the ground truth.", "Manual work; compare with FP + FN, which counts a wrong "
-            "value twice."),
+            "value twice.", count=True),
     _kieval("kieval.corrections.substitution", "Substitutions", "substitution", False,
             "Wrong values in a matched cell: min(FP, FN) per group pair and entity type.",
-            "Values to retype."),
+            "Values to retype.", count=True),
     *_cause_metrics("substitution"),
     _kieval("kieval.corrections.addition", "Additions", "addition", False,
             "Missing values that must be added (unmatched FN).", "Values to add; review of "
-            "predictions never fixes these."),
+            "predictions never fixes these.", count=True),
     *_cause_metrics("addition"),
     _kieval("kieval.corrections.deletion", "Deletions", "deletion", False,
-            "Spurious values that must be deleted (unmatched FP).", "Values to delete."),
+            "Spurious values that must be deleted (unmatched FP).", "Values to delete.", count=True),
     *_cause_metrics("deletion"),
     _kieval("kieval.fp_plus_fn", "FP + FN", "fp_plus_fn", False,
             "Conventional error count, for comparison with corrections (the paper's Table 3).",
-            "Overstates work: a substitution is one FP and one FN."),
+            "Overstates work: a substitution is one FP and one FN.", count=True),
     _kieval("kieval.group_aligned", "Group-level aligned", "group_aligned", True,
             "Group TP / (group TP + wrong matched pairs + unmatched GT + unmatched predicted "
             "groups).", "Share of line items needing no fix at all."),

@@ -229,6 +229,22 @@ def test_compare_display_names_the_models(sample_result):
     assert "strong better" in set(shown["verdict"])
 
 
+def test_compare_shows_cause_counts_as_counts(sample_result):
+    """Cause counts (Subs: format, ...) are counts like the corrections: in the counts
+    table, out of the forest plot of fractions (they were shown as 27,900% and squeezed
+    every score difference to 0 on the plot's axis)."""
+    a, b = sample_result.models["simulated-weak"], sample_result.models["simulated-strong"]
+    table = paired_bootstrap(a, b, resamples=50)
+    shown = compare.deltas_display(table, "weak", "strong").set_index("metric")
+    for label in ("Subs: format", "Adds: missed", "Dels: hallucinated", "Corrections", "FP + FN"):
+        assert shown.loc[label, "_count"], label
+        assert not shown.loc[label, "95% interval"].endswith("pts"), label
+    assert not shown.loc["KIEval_Aligned", "_count"]
+    plotted = set(compare.deltas_figure(table, "weak", "strong").data[0].y)
+    assert "KIEval_Aligned" in plotted and not plotted & {"Subs: format", "Adds: missed", "Corrections"}
+    assert max(abs(x) for x in compare.deltas_figure(table, "weak", "strong").data[0].x) <= 1
+
+
 def test_scatter_counts_documents_that_share_a_point(sample_result):
     a, b = sample_result.models["simulated-weak"], sample_result.models["simulated-strong"]
     frame = per_document(a, b, "aligned")
