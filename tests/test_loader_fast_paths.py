@@ -8,6 +8,7 @@ import json
 import math
 import sys
 from contextlib import contextmanager
+from pathlib import PurePath
 from unittest import mock
 
 import numpy as np
@@ -19,10 +20,11 @@ from hypothesis import strategies as st
 import kieval_core.read.formats as loaders
 from kieval_core import KievalInputError, load_bytes
 from kieval_core.read.formats import jsontext
-from kieval_core.read.formats.builder import DatasetBuilder
+from kieval_core.read.formats.builder import DatasetBuilder, file_stem
 from kieval_core.read.formats.jsontext import JsonNumber, NeedsSourceText, fast_json, parse_json
 from kieval_core.read.formats.kieval_csv import PY_SPACE, kieval_csv_entities, read_kieval_csv
 from kieval_core.read.formats.nested import text_numbers
+from kieval_core.read.load import read_file
 
 
 @contextmanager
@@ -213,6 +215,21 @@ def test_official_csv_group_blocks():
     twice = {"a.csv": text.replace("\n\n12", "\n\n\n12").encode()}  # a blank line opens a block
     assert outcome(lambda: fast_read(twice)) == outcome(lambda: slow_read(twice))[:2] == (
         "error", "dir/a.csv, line 9: expected 'type<TAB>value'")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.text(st.sampled_from("ab./ \\"), max_size=8), st.text(max_size=8)))
+def test_file_stem_is_the_path_stem(name):
+    assert file_stem(name) == PurePath(name).stem
+
+
+@pytest.mark.parametrize("data", [b"", b"x", b"0\nmenu.nm\n" * 1000, bytes(range(256)) * 5000])
+@pytest.mark.parametrize("listed", ["same", "zero", "smaller", "larger"])
+def test_a_file_reads_whole_whatever_size_it_was_listed_with(tmp_path, data, listed):
+    path = tmp_path / "a.csv"
+    path.write_bytes(data)
+    size = {"same": len(data), "zero": 0, "smaller": len(data) // 2, "larger": 2 * len(data) + 7}[listed]
+    assert read_file(str(path), size) == path.read_bytes()
 
 
 def test_python_whitespace_is_what_str_strip_removes():

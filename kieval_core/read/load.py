@@ -40,8 +40,9 @@ def load(path: str | Path, options: LoadOptions = LoadOptions(), name: str | Non
                               and e.name not in IGNORED_FILES), key=lambda e: e.name)
         if len(members) > MAX_FILES:
             raise KievalInputError(source, None, f"{len(members)} files; at most {MAX_FILES} are read")
-        options.check_size(sum(e.stat().st_size for e in members), source)
-        files = {e.name: _read(e.path) for e in members}
+        sizes = [e.stat().st_size for e in members]
+        options.check_size(sum(sizes), source)
+        files = {e.name: read_file(e.path, size) for e, size in zip(members, sizes, strict=True)}
         return load_files(files, source, options, name, keep_structures=keep_structures)
     if not path.exists():
         raise KievalInputError(source, None, "no such file or directory")
@@ -49,6 +50,18 @@ def load(path: str | Path, options: LoadOptions = LoadOptions(), name: str | Non
     return load_bytes(path.read_bytes(), source, options, name=name, keep_structures=keep_structures)
 
 
-def _read(path: str) -> bytes:
-    with open(path, "rb") as file:
-        return file.read()
+def read_file(path: str, size: int) -> bytes:
+    """The bytes of a file listed with ``size`` bytes: one ``read`` when it still has that
+    size (``open(path, "rb").read()`` asks for the size twice more and reads twice), read
+    to its end when it grew or shrank since."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        data = os.read(fd, size + 1)
+        if len(data) == size:
+            return data
+        parts = [data]
+        while chunk := os.read(fd, 1 << 20):
+            parts.append(chunk)
+        return b"".join(parts)
+    finally:
+        os.close(fd)

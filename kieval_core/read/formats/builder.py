@@ -18,6 +18,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,19 @@ def nfc(text: str) -> str:
     True
     """
     return unicodedata.normalize("NFC", text)
+
+
+def file_stem(name: str) -> str:
+    """``PurePath(name).stem`` (the document id of a per-document file), without building a
+    path object for a plain file name: 20,000 of them cost 0.1 s.
+
+    >>> file_stem("receipt.01.csv"), file_stem(".csv"), file_stem("dir/a.csv")
+    ('receipt.01', '.csv', 'a')
+    """
+    if "/" in name or name in ("", "."):
+        return PurePath(name).stem
+    dot = name.rfind(".")
+    return name[:dot] if 0 < dot < len(name) - 1 else name
 
 
 def nfc_column(values: pd.Series) -> pd.Series:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from pathlib import PurePath
 
 import numpy as np
 import pandas as pd
@@ -29,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...exceptions import KievalInputError
-from .builder import DatasetBuilder
+from .builder import DatasetBuilder, file_stem
 from .jsontext import decode_text
 
 EMPTY_TOKEN = "<empty>"
@@ -110,14 +109,14 @@ class _Fallback(Exception):
 
 def read_kieval_csv(files: Mapping[str, bytes], source: str, builder: DatasetBuilder) -> None:
     """Read a directory of official CSV files (doc_id = file stem) into ``builder``."""
-    stems = [PurePath(f).stem for f in files]
+    stems = [file_stem(f) for f in files]
     try:
         frame = _directory_entities(files, source, stems)
     except _Fallback:
         for file_name, data in files.items():
             file_source = f"{source}/{file_name}"
             rows = kieval_csv_entities(decode_text(data, file_source), file_source)
-            builder.add(PurePath(file_name).stem, file_name, [(*row, np.nan) for row in rows])
+            builder.add(file_stem(file_name), file_name, [(*row, np.nan) for row in rows])
         return
     builder.add_table(frame, stems, dict(zip(stems, files, strict=True)))
 
