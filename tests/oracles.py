@@ -184,3 +184,49 @@ def naive_consensus(predictions: dict, normalizer) -> dict:
     others = len(predictions) - 1
     return {name: [sum((d, t, normalizer(v)) in seen[o] for o in predictions if o != name) / others
                    for d, t, v in rows] for name, rows in predictions.items()}
+
+
+def naive_bootstrap(review, target: float, resamples: int, seed: int, band_points: int = 1000,
+                    chunk: int = 50) -> dict:
+    """The seeded bootstrap of SPEC 4b one resample and one threshold at a time: the same
+    draws (``resample_weights``, ``chunk`` resamples at a time), each resample's curve
+    from sums over its predictions, its first threshold with accuracy >= target and some
+    automation; the band is read at ``band_points`` evenly spaced thresholds."""
+    import numpy as np
+
+    from kieval_core.review.automation import thresholds
+    from kieval_core.review.uncertainty import resample_weights
+
+    taus = thresholds(review.confidence).tolist()
+    shown = sorted({round(x) for x in np.linspace(0, len(taus) - 1, min(band_points, len(taus)))})
+    doc_tp, doc_addition = review.doc_tp.tolist(), review.doc_addition.tolist()
+    predictions = list(zip(review.doc.tolist(), review.confidence.tolist(), review.gain.tolist(),
+                           review.wrong.tolist(), strict=True))
+    rng = np.random.default_rng(seed)
+    chosen, curves = [], []
+    for start in range(0, resamples, chunk):
+        for w in resample_weights(rng, review.n_documents, min(chunk, resamples - start)).tolist():
+            tp = sum(wd * t for wd, t in zip(w, doc_tp, strict=True))
+            addition = sum(wd * a for wd, a in zip(w, doc_addition, strict=True))
+            total = sum(w[d] for d, *_ in predictions)
+            curve, first = [], None
+            for tau in taus:
+                tp_after = tp + sum(w[d] for d, c, gain, _ in predictions if c < tau and gain)
+                errors = addition + sum(w[d] for d, c, _, wrong in predictions if c >= tau and wrong)
+                reviewed = sum(w[d] for d, c, *_ in predictions if c < tau)
+                accuracy = tp_after / (tp_after + errors) if tp_after + errors > 0 else 1.0
+                auto = 1.0 - reviewed / total if total > 0 else 1.0
+                curve.append(accuracy)
+                if first is None and accuracy >= target - 1e-12 and auto > 0:
+                    first = (tau, auto)
+            curves.append([curve[i] for i in shown])
+            if first is not None:
+                chosen.append(first)
+
+    def interval(values):
+        return (float(np.quantile(values, 0.025)), float(np.quantile(values, 0.975))) if values else None
+
+    return {"threshold": interval([c[0] for c in chosen]), "auto_rate": interval([c[1] for c in chosen]),
+            "reachable_share": len(chosen) / resamples if resamples else 0.0,
+            "band": [[taus[i] for i in shown], np.quantile(curves, 0.025, axis=0).tolist(),
+                     np.quantile(curves, 0.975, axis=0).tolist()] if curves else None}

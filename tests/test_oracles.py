@@ -9,7 +9,7 @@ import pytest
 from builders import dataset
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from oracles import isclose, naive_counts, naive_field_thresholds, naive_review
+from oracles import isclose, naive_bootstrap, naive_counts, naive_field_thresholds, naive_review
 from test_invariance import corpus
 
 from kieval_core import Normalizer, evaluate
@@ -148,6 +148,34 @@ def test_bootstrap_is_deterministic_for_a_seed():
     rec = m.recommend(0.9)
     assert low <= rec.threshold <= high
     assert (a.band["low"] <= a.band["high"]).all()
+
+
+def _same_bootstrap(fast, naive: dict) -> None:
+    """Exact equality: every count is a whole number, so both ways give the same floats."""
+    assert fast.threshold == naive["threshold"]
+    assert fast.auto_rate == naive["auto_rate"]
+    assert fast.reachable_share == naive["reachable_share"]
+    if naive["band"] is not None:
+        assert [fast.band[k].tolist() for k in ("threshold", "low", "high")] == naive["band"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(corpus(), st.sampled_from([0.0, 0.5, 0.8, 0.9, 1.0]), st.integers(1, 9), st.integers(1, 4),
+       st.integers(1, 6), st.integers(0, 3))
+def test_bootstrap_equals_one_resample_at_a_time(data, target, resamples, chunk, band_points, seed):
+    gt, pred = data
+    review = _model(gt, pred).review
+    fast = bootstrap(review, target, resamples, seed, band_points=band_points, chunk=chunk)
+    _same_bootstrap(fast, naive_bootstrap(review, target, resamples, seed, band_points, chunk))
+
+
+@pytest.mark.parametrize(("target", "cells"), [(0.8, None), (0.9, None), (0.97, None), (0.9, 1)])
+def test_bootstrap_of_a_calibrated_model_equals_one_resample_at_a_time(target, cells, monkeypatch):
+    if cells is not None:  # one resample at a time through the running sums
+        monkeypatch.setattr("kieval_core.review.uncertainty._CELLS", cells)
+    review = _calibrated(60, 2).review
+    fast = bootstrap(review, target, resamples=30, seed=5, band_points=50, chunk=7)
+    _same_bootstrap(fast, naive_bootstrap(review, target, 30, 5, band_points=50, chunk=7))
 
 
 def test_holdout_on_a_calibrated_model_reaches_the_target_within_its_interval():
