@@ -14,6 +14,7 @@ from kieval_app.columns import shown
 from kieval_app.text import md, number, pct
 from kieval_core.report.consensus import MIN_MODELS, with_confidence_sources
 from kieval_core.report.decisions import operating_point, review_curve, slice_thresholds
+from kieval_core.report.tables import threshold_text
 from kieval_core.review.automation import (
     Costs,
     minimum_cost,
@@ -248,7 +249,7 @@ def decision() -> None:
                 min(int(np.searchsorted(options, start or options[-1])), len(options) - 1)
             ]
         formatted = {
-            t: f"τ {automation.tau_text(t)}: {a:.1%} automated, {acc:.1%} accurate"
+            t: f"τ {threshold_text(t)}: {a:.1%} automated, {acc:.1%} accurate"
             for t, a, acc in zip(
                 points["threshold"], points["auto_rate"], points["kieval_aligned"], strict=True
             )
@@ -256,7 +257,7 @@ def decision() -> None:
         value = c2.select_slider(
             "Operating point",
             options,
-            format_func=lambda t: formatted[t][:14],
+            format_func=lambda t: f"τ {threshold_text(t, short=True)}",
             key="auto_tau",
             help="Arrow keys step from one operating point to the next",
         )
@@ -305,7 +306,7 @@ def decision() -> None:
         note = (
             f"A target of {target:.1%} is **not reachable with automation** by one τ for every field, "
             f"{whole}: only reviewing everything gets there. The best accuracy with some automation is "
-            f"{best} (τ = {automation.tau_text(tau)}, shown below)."
+            f"{best} (τ = {threshold_text(tau)}, shown below)."
         )
         if op.fields_reach is not None:
             note += (
@@ -316,7 +317,7 @@ def decision() -> None:
         st.warning(note, icon=":material/block:")
     elif mode == "accuracy" and scope == "one":
         st.success(
-            f"**τ = {automation.tau_text(tau)}** reaches {target:.1%}: the smallest threshold that "
+            f"**τ = {threshold_text(tau)}** reaches {target:.1%}: the smallest threshold that "
             "does, so the most automation.",
             icon=":material/recommend:",
         )
@@ -454,8 +455,8 @@ def decision() -> None:
     with right:
         cheapest = minimum_cost(chart_curve)
         st.markdown(
-            f"**Cost per 1,000 documents**: the cheapest τ is {automation.tau_text(cheapest.threshold)} "
-            f"({number(round(cheapest.cost_per_1000_documents))})"
+            f"**Cost per 1,000 documents**: the cheapest τ is {threshold_text(cheapest.threshold)}, "
+            f"at {number(round(cheapest.cost_per_1000_documents))} per 1,000 documents"
         )
         st.plotly_chart(
             automation.cost_figure(chart_curve, tau, cheapest.threshold),
@@ -491,7 +492,7 @@ def decision() -> None:
             1,
             "threshold",
             [
-                "all" if t in op.fields.whole else automation.tau_text(op.fields.thresholds.get(t))
+                "all" if t in op.fields.whole else threshold_text(op.fields.thresholds.get(t))
                 for t in per_type["entity_type"]
             ],
         )
@@ -531,8 +532,8 @@ if box.open:
         rec = recommend(curve, target, n_docs)
         if rec.reachable and boot.threshold is not None:
             st.markdown(
-                f"Recommended τ {automation.tau_text(rec.threshold)} (95% interval "
-                f"{automation.tau_text(boot.threshold[0])} to {automation.tau_text(boot.threshold[1])}), "
+                f"Recommended τ {threshold_text(rec.threshold)} (95% interval "
+                f"{threshold_text(boot.threshold[0])} to {threshold_text(boot.threshold[1])}), "
                 f"automating {pct(rec.auto_rate)} (interval {pct(boot.auto_rate[0])} to "
                 f"{pct(boot.auto_rate[1])}); the target is reachable in {pct(boot.reachable_share, 0)} of "
                 "1,000 resamples of the documents."
@@ -570,7 +571,7 @@ if box.open:
             low, high = check.interval_checked
             verdict = "carries over" if check.carries_over else "**does not carry over**"
             text = (
-                f"τ = {automation.tau_text(check.threshold)} chosen on {md(choice)} gives "
+                f"τ = {threshold_text(check.threshold)} chosen on {md(choice)} gives "
                 f"{pct(check.accuracy_chosen)} there and {pct(check.accuracy_checked)} on {md(names[1])} "
                 f"(95% interval {pct(low)} to {pct(high)}): the threshold {verdict}."
             )

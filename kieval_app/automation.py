@@ -16,22 +16,12 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from kieval_core.report.tables import threshold_text
+
 from .style import ACCURACY_COLOR, AUTOMATION_COLOR, NEUTRAL_COLOR, base_layout
 
 DOCUMENT_COLOR = "#009E73"
 COST_COLOR = "#CC79A7"
-
-
-def tau_text(tau: float | None) -> str:
-    """A threshold for people; above 1 every prediction is reviewed, also those that came
-    without a confidence (they count as 1.0).
-
-    >>> tau_text(0.66754), tau_text(1.0000000000000002), tau_text(None)
-    ('0.6675', '> 1 (review everything)', 'n/a')
-    """
-    if tau is None:
-        return "n/a"
-    return "> 1 (review everything)" if tau > 1.0 else f"{tau:.4f}"
 
 
 def operating_points(curve: pd.DataFrame, limit: int = 400, keep: tuple[float, ...] = ()) -> pd.DataFrame:
@@ -56,7 +46,7 @@ def _rank_axis(shown: pd.DataFrame) -> dict:
     ticks = np.unique(np.linspace(0, n - 1, min(n, 7)).round().astype(int))
     return {
         "tickvals": ticks.tolist(),
-        "ticktext": [tau_text(float(shown["threshold"].iloc[t]))[:6] for t in ticks],
+        "ticktext": [threshold_text(float(shown["threshold"].iloc[t]), short=True) for t in ticks],
         "title": "threshold τ (operating points)",
         "range": [-0.5, n - 0.5],
     }

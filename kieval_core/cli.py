@@ -218,12 +218,18 @@ class _Progress:
 
 def _format_summary(frame: pd.DataFrame) -> str:
     """Metrics as rows, models as columns; counts with thousands separators, fractions
-    and thresholds with four decimals."""
-    from .report.render import WHOLE_ROWS
-    from .report.tables import cell_text
+    with four decimals, thresholds as :func:`~kieval_core.report.tables.threshold_text`
+    writes them (just above the largest confidence is "> 1 (review all)", not 1.0000)."""
+    from .report.render import THRESHOLD_ROWS, WHOLE_ROWS
+    from .report.tables import cell_text, threshold_text
+
+    def text_of(value, row: str) -> str:
+        if row in THRESHOLD_ROWS and isinstance(value, float):
+            return threshold_text(value)
+        return cell_text(value, row in WHOLE_ROWS)
 
     shown = frame.set_index("model").astype(object).T
-    text = shown.apply(lambda row: row.map(lambda v: cell_text(v, row.name in WHOLE_ROWS)), axis=1)
+    text = shown.apply(lambda row: row.map(lambda v: text_of(v, row.name)), axis=1)
     return text.to_string()
 
 
@@ -321,7 +327,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from .evaluate import evaluate
     from .read.formats import LoadOptions
     from .report.decisions import DecisionOptions
-    from .report.render import render_report, summary_frame
+    from .report.render import decision_notes, render_report, summary_frame
     from .report.results import all_errors
     from .report.runs import RunStage
     from .report.suggest import hint_lines
@@ -366,6 +372,8 @@ def _evaluate(args: argparse.Namespace) -> int:
             summary = _format_summary(summary_frame(result, report.figures))
         undefined = [str(w.message) for w in caught if issubclass(w.category, UndefinedMetricWarning)]
         print("\n".join(for_terminal(line) for line in summary.splitlines()))
+        for line in decision_notes(report.figures):
+            print(for_terminal(line))
         if result.comparators:
             compared = ", ".join(f"{t}={c}" for t, c in result.comparators.items())
             print(for_terminal(f"comparators: {compared}"))

@@ -326,3 +326,32 @@ def test_an_unreachable_target_shows_the_best_point_with_automation(rpa_files):
     assert op.threshold == pytest.approx(0.60) and op.point.kieval_aligned == pytest.approx(0.9)
     whole = operating_point(model, review="documents", decide_by="accuracy", value=0.95)
     assert not whole.reachable and whole.threshold == 0.0  # opening the receipt leaves nothing automated
+
+
+def test_summary_names_review_all_and_the_best_reachable(tmp_path, capsys):
+    """The most confident value is the wrong one: the cheapest plan and the only way to 95%
+    is to review everything. The summary says "> 0.9500" (τ just above the largest
+    confidence), not 0.9500, at which that value would be automated; and it names the
+    target, the costs and the best accuracy some automation gives."""
+    gt, pred = tmp_path / "gt.jsonl", tmp_path / "m.jsonl"
+    gt.write_text('{"doc_id": "d", "a": "1", "b": "2"}\n', "utf-8")
+    pred.write_text('{"doc_id": "d", "a": {"value": "7", "confidence": 0.95}, '
+                    '"b": {"value": "2", "confidence": 0.9}}\n', "utf-8")
+    out = tmp_path / "report.json"
+    assert main(["evaluate", "--gt", str(gt), "--pred", str(pred), "--json", str(out),
+                 "--bootstrap", "0", "--review", "predictions"]) == 0
+    min_cost = json.loads(out.read_text("utf-8"))["models"]["m"]["automation"]["min_cost"]
+    assert min_cost["auto_rate"] == 0 and 0.95 < min_cost["threshold"] < 0.95 + 1e-12
+    lines = capsys.readouterr().out.splitlines()
+    assert next(line for line in lines if line.startswith("Minimum-cost τ")).split()[-2:] == [">", "0.9500"]
+    assert next(line for line in lines if line.startswith("Recommended τ")).endswith("not reachable")
+    assert ("decisions: target accuracy after review 0.95 (--target-accuracy); cost 1 per review, 0 per "
+            "opened document, 10 per error left (--cost)") in lines
+    assert ("m: 0.95 is not reachable with automation, reviewing single predictions (best 0.5000: only "
+            "reviewing everything gets there)") in lines
+    assert main(["evaluate", "--gt", str(gt), "--pred", str(pred), "--bootstrap", "0",
+                 "--cost", "escaped=1", "--cost", "addition=3"]) == 0  # now no review is cheapest
+    lines = capsys.readouterr().out.splitlines()
+    assert next(line for line in lines if line.startswith("Minimum-cost τ")).endswith(" 0.0000")
+    costs = "per error left: substitution 1, addition 3, deletion 1 (--cost)"
+    assert any(line.endswith(costs) for line in lines)

@@ -24,6 +24,7 @@ from .decisions import DecisionOptions, automation_section
 from .inputs import model_row
 from .registry import metrics_of
 from .results import EvaluationResult, ModelResult
+from .tables import cell_text
 
 
 def _plain(value: Any) -> Any:
@@ -226,6 +227,8 @@ DECISION_ROWS = {**PREDICTION_ROWS, **DOCUMENT_REVIEW_ROWS}
 #: Summary rows shown as whole numbers (per 1,000 documents).
 WHOLE_ROWS = frozenset({"Reviews / 1,000 docs at τ", "Cost / 1,000 docs at min",
                         "Whole-doc cost/1,000 at min"})
+#: Summary rows that hold a threshold (written by :func:`~kieval_core.report.tables.threshold_text`).
+THRESHOLD_ROWS = frozenset({"Recommended τ", "Minimum-cost τ", "Whole-doc τ", "Whole-doc min-cost τ"})
 
 
 def summary_frame(result: EvaluationResult, report: dict) -> pd.DataFrame:
@@ -253,3 +256,31 @@ def summary_frame(result: EvaluationResult, report: dict) -> pd.DataFrame:
                 row[label] = "not reachable"
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def decision_notes(report: dict) -> list[str]:
+    """What the summary's decision rows were asked (the target, the costs) and, for each
+    model whose target is not reachable with automation, the best accuracy that is (SPEC 4);
+    nothing when no model carries confidences."""
+    decisions = report["decisions"]
+    sections = {name: m["automation"] for name, m in report["models"].items()
+                if not m["automation"]["reason"]}
+    if not sections:
+        return []
+    cost = next(iter(sections.values()))["cost"]
+    escaped = [cost["per_escaped"][k] for k in ("substitution", "addition", "deletion")]
+    escaped_text = (f"{escaped[0]:g} per error left" if len(set(escaped)) == 1 else
+                    "per error left: substitution {:g}, addition {:g}, deletion {:g}".format(*escaped))
+    lines = [f"decisions: target accuracy after review {decisions['target_accuracy']:g} "
+             f"(--target-accuracy); cost {cost['per_review']:g} per review, {cost['per_document']:g} per "
+             f"opened document, {escaped_text} (--cost)"]
+    policies = {"recommended": "single predictions", "document_review.recommended": "whole documents"}
+    for name, automation in sections.items():
+        for key, policy in policies.items():
+            recommended = value_at(automation, key)
+            if recommended is None or recommended["reachable"]:
+                continue
+            best = recommended["best_reachable"]
+            lines.append(f"{name}: {recommended['target']:g} is not reachable with automation, reviewing "
+                         f"{policy} (best {cell_text(best)}: only reviewing everything gets there)")
+    return lines

@@ -174,6 +174,16 @@ def test_curves_are_steps_through_real_operating_points(strong):
     assert set(trade.data[0].customdata[:, 0]) <= set(strong.curve["threshold"])
 
 
+def test_threshold_ticks_are_whole_thresholds(strong):
+    """The axis ends at "> 0.9993" (just above the largest confidence: review everything),
+    never a label cut to six characters ("> 1 (r") or the confidence itself."""
+    fig = automation.threshold_figure(strong.curve, 0.5, 0.95)
+    ticks = list(fig.layout.xaxis.ticktext)
+    assert ticks[0] == "0.0000" and ticks[-1] == "> " + f"{strong.curve['threshold'].max():.4f}"
+    above_one = pd.concat([strong.curve, strong.curve.tail(1).assign(threshold=np.nextafter(1.0, 2.0))])
+    assert list(automation.threshold_figure(above_one, 0.5, None).layout.xaxis.ticktext)[-1] == "> 1"
+
+
 def test_operating_points_keep_the_ends_and_the_chosen_point(strong):
     curve = strong.curve
     chosen = float(curve["threshold"].iloc[len(curve) // 3])
