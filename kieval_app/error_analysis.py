@@ -119,13 +119,23 @@ def f1_by_type_figure(model: ModelResult, top: int = 30) -> go.Figure:
     return fig
 
 
-#: Every (kind, cause) of SPEC 2c (kinds in the page's order), its label and colour.
+#: Every (kind, cause) of SPEC 2c (kinds in the page's order), its label and colour: a
+#: light, a full and (substitutions) a dark shade of the kind's own colour, so the causes
+#: chart reads with the corrections chart beside it (orange substitutions, blue additions,
+#: vermillion deletions) instead of painting additions in the substitutions' orange.
 CAUSE_SERIES = [(kind, cause) for kind in ("substitution", "addition", "deletion")
                 for cause in CAUSES_OF_KIND[kind]]
 CAUSE_LABELS = {(kind, cause): f"{kind}: {'format only' if cause == 'format' else cause.replace('_', ' ')}"
                 for kind, cause in CAUSE_SERIES}
-CAUSE_COLORS = dict(zip(CAUSE_SERIES, ["#56B4E9", "#0072B2", "#003f63", "#F0E442", "#E69F00", "#CC79A7",
-                                       "#D55E00"], strict=True))
+CAUSE_COLORS = {
+    ("substitution", "format"): "#F3CF80",
+    ("substitution", "near_miss"): KIND_COLORS["substitution"],
+    ("substitution", "other_value"): "#9A6A00",
+    ("addition", "misplaced"): "#56B4E9",
+    ("addition", "missed"): KIND_COLORS["addition"],
+    ("deletion", "misplaced"): "#EFA77F",
+    ("deletion", "hallucinated"): KIND_COLORS["deletion"],
+}
 
 
 def causes_by_type_figure(model: ModelResult, top: int = 25) -> go.Figure:

@@ -157,6 +157,26 @@ def test_error_filters_and_exports(weak):
     assert len(records) == len(errors) and records[0].keys() == set(errors.columns)
 
 
+def test_cause_colours_are_shades_of_their_kind():
+    """The causes chart sits beside the corrections chart: each cause is drawn in a shade of
+    its kind's colour (additions were orange there, the substitutions' colour here)."""
+    import colorsys
+
+    from kieval_app.style import KIND_COLORS
+
+    def hue(color):
+        rgb = [int(color[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+        return colorsys.rgb_to_hls(*rgb)[0]
+
+    colors = error_analysis.CAUSE_COLORS
+    assert set(colors) == set(error_analysis.CAUSE_SERIES) and len(set(colors.values())) == len(colors)
+    for (kind, _cause), color in colors.items():
+        nearest = min(KIND_COLORS, key=lambda k: abs(hue(KIND_COLORS[k]) - hue(color)))
+        assert nearest == kind, (kind, color)
+    kinds = {kind for kind, _ in colors}
+    assert all(KIND_COLORS[kind] in {c for (k, _), c in colors.items() if k == kind} for kind in kinds)
+
+
 # --- automation ---------------------------------------------------------------------------
 
 
