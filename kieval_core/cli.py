@@ -60,16 +60,18 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
                            "or DOC_ID.pdf (shown on the Documents page with the boxes)")
     _limit_options(dash.add_argument_group("limits of the server (each also an environment variable)"), "app")
     sub.add_parser("metrics", help="list every metric with its definition")
-    runs = sub.add_parser("runs", help="list, remove or prune saved runs",
+    runs_dir = argparse.ArgumentParser(add_help=False)  # before or after the action: both read
+    runs_dir.add_argument("--dir", type=Path, metavar="DIR", default=argparse.SUPPRESS,
+                          help="the runs directory (default: $KIEVAL_RUNS_DIR, else ~/.kieval/runs)")
+    runs = sub.add_parser("runs", help="list, remove or prune saved runs", parents=[runs_dir],
                           description="The saved runs of the runs directory (the dashboard's Save this run).")
-    runs.add_argument("--dir", type=Path, metavar="DIR",
-                      help="the runs directory (default: $KIEVAL_RUNS_DIR, else ~/.kieval/runs)")
     action = runs.add_subparsers(dest="action", required=True)
-    action.add_parser("list", help="every saved run: id, date, size, models, ground truth")
-    rm = action.add_parser("rm", help="remove saved runs by id")
+    action.add_parser("list", help="every saved run: id, date, size, models, ground truth",
+                      parents=[runs_dir])
+    rm = action.add_parser("rm", help="remove saved runs by id", parents=[runs_dir])
     rm.add_argument("ids", nargs="+", metavar="ID")
     prune = action.add_parser("prune", help="remove runs older than DAYS, then the oldest until the rest fit "
-                                            "in N MiB")
+                                            "in N MiB", parents=[runs_dir])
     prune.add_argument("--older-than", type=float, metavar="DAYS")
     prune.add_argument("--max-total-mb", type=float, metavar="N")
     prune.add_argument("--dry-run", action="store_true", help="say what would be removed, remove nothing")
@@ -435,20 +437,34 @@ def _dashboard(args: argparse.Namespace, server_options: list[str]) -> int:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    from .report.retention import describe_size, format_runs, list_runs, prune_runs, remove_run, saved_at
+    from .report.retention import (
+        default_runs_dir,
+        describe_size,
+        format_runs,
+        list_runs,
+        prune_runs,
+        remove_run,
+        saved_at,
+    )
     from .safe_text import for_terminal
 
+    folder = getattr(args, "dir", None)
     if args.action == "list":
-        print(format_runs(list_runs(args.dir)))
+        runs = list_runs(folder)
+        if not runs:
+            where = folder or default_runs_dir()
+            print(for_terminal(f"no saved runs in {where} (another folder: --dir DIR or KIEVAL_RUNS_DIR)"))
+            return EXIT_OK
+        print(format_runs(runs))
         return EXIT_OK
     if args.action == "rm":
         for run_id in args.ids:
-            removed = remove_run(run_id, args.dir)
+            removed = remove_run(run_id, folder)
             print(for_terminal(f"removed {removed.id} ({describe_size(removed.bytes)})"))
         return EXIT_OK
     if args.older_than is None and args.max_total_mb is None:
         raise KievalOptionError("kieval runs prune needs --older-than DAYS and/or --max-total-mb N")
-    removed = prune_runs(args.dir, args.older_than, args.max_total_mb, dry_run=args.dry_run)
+    removed = prune_runs(folder, args.older_than, args.max_total_mb, dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
     for run in removed:
         print(for_terminal(f"{verb} {run.id} ({describe_size(run.bytes)}, saved {saved_at(run)})"))

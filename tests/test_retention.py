@@ -45,6 +45,19 @@ def test_runs_are_listed_newest_first_with_size_and_date(root, capsys):
     assert "MiB" in lines[1] and "UTC" in lines[1]
 
 
+def test_dir_goes_before_or_after_the_action(root, tmp_path_factory, capsys):
+    """``kieval runs list --dir DIR`` is how people type it (argparse refused it: the option
+    belonged to ``runs`` only); an empty folder says where it looked."""
+    assert main(["runs", "list", "--dir", str(root)]) == 0
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:]] == ["new", "middle", "old"]
+    assert main(["runs", "prune", "--older-than", "20", "--dry-run", "--dir", str(root)]) == 0
+    assert "would remove old" in capsys.readouterr().out
+    empty = tmp_path_factory.mktemp("empty")
+    assert main(["runs", "list", "--dir", str(empty)]) == 0
+    said = capsys.readouterr().out
+    assert said == f"no saved runs in {empty} (another folder: --dir DIR or KIEVAL_RUNS_DIR)\n"
+
+
 def test_a_run_is_removed_by_id_and_nothing_else(root, capsys):
     assert main(["runs", "--dir", str(root), "rm", "middle"]) == 0
     assert "removed middle" in capsys.readouterr().out
