@@ -103,6 +103,19 @@ def test_group_scores_undefined_without_groups(tmp_path):
     assert json.loads(report_json(evaluate(gt, gt)))["models"]["gt"]["kieval"]["group"] is None
 
 
+def test_no_groups_is_said_once_for_all_models(tmp_path, capsys):
+    """SROIE with seven models printed the same 'no groups' line seven times."""
+    from builders import write_jsonl
+
+    from kieval_core.cli import main
+
+    gt = write_jsonl(tmp_path / "gt.jsonl", [{"doc_id": "a", "gt_parse": {"total": "1"}}])
+    assert main(["evaluate", "--gt", str(gt), "--pred", f"a={gt}", "--pred", f"b={gt}", "--pred", f"c={gt}",
+                 "--bootstrap", "0"]) == 0
+    said = [line for line in capsys.readouterr().err.splitlines() if "no groups" in line]
+    assert said == ["warning: the ground truth has no groups; group P/R/F1 are undefined (reported as n/a)"]
+
+
 def test_every_input_document_is_scored_or_listed(tmp_path):
     from builders import write_jsonl
 

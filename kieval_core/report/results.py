@@ -120,8 +120,9 @@ class ModelResult:
         """Group TP/FP/FN; None when the ground truth has no groups at all."""
         t = self._totals
         if int(t["n_gt_groups"]) == 0:
-            warnings.warn(f"{self.name}: the ground truth has no groups; group P/R/F1 are "
-                          "undefined (reported as n/a)", UndefinedMetricWarning, stacklevel=2)
+            # about the ground truth, the same for every model: one line however many are loaded
+            warnings.warn("the ground truth has no groups; group P/R/F1 are undefined (reported as n/a)",
+                          UndefinedMetricWarning, stacklevel=2)
             return None
         tp = int(t["group_tp"])
         return Counts(tp, int(t["n_pred_groups"]) - tp, int(t["n_gt_groups"]) - tp)
