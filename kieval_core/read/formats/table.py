@@ -150,7 +150,38 @@ def read_delimited(data: bytes, source: str, sep: str) -> pa.Table:
             raise KievalInputError(source, None, "the file is empty") from None
         if "UTF8" in message or "utf8" in message.lower():
             raise KievalInputError(source, None, "not UTF-8 text") from None
+        ragged = _ragged_row(data, sep)
+        if ragged is not None:
+            line, expected, got = ragged
+            problem = f"{got} cell{'' if got == 1 else 's'} where the header has {expected}"
+            if not quoted:
+                problem += ("; TSV is read without quotes, so a value cannot hold a tab or a line break "
+                            "(write such values in CSV or JSONL)")
+            raise KievalInputError(source, f"line {line}", problem) from None
         raise KievalInputError(source, None, f"malformed table ({message.strip()})") from None
+
+
+def _ragged_row(data: bytes, sep: str) -> tuple[int, int, int] | None:
+    """The first row whose number of cells differs from the header's: (its first line,
+    the header's cells, its cells); only called when Arrow has refused the table, to say
+    where (Arrow's message gives the row's text but not its line)."""
+    import csv
+
+    text = data.decode("utf-8", errors="replace").lstrip("\ufeff")
+    quoting = csv.QUOTE_MINIMAL if sep != "\t" else csv.QUOTE_NONE
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep, quoting=quoting)
+    expected, start = None, 1
+    try:
+        for row in reader:
+            if row:
+                if expected is None:
+                    expected = len(row)
+                elif len(row) != expected:
+                    return start, expected, len(row)
+            start = reader.line_num + 1
+    except csv.Error:
+        return None
+    return None
 
 
 def _csv_table(data: bytes, parse: pacsv.ParseOptions, block_size: int) -> pa.Table:
