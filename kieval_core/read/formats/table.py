@@ -18,6 +18,7 @@ so a table gives the same figures whichever way it is written.
 from __future__ import annotations
 
 import io
+import re
 
 import numpy as np
 import pandas as pd
@@ -42,6 +43,8 @@ from .kieval_csv import PY_BLANK
 REQUIRED = ("doc_id", "entity", "value")
 OPTIONAL = ("group", "group_type", "confidence", *LOCATION_COLUMNS)
 DELIMITERS = {".csv": ",", ".tsv": "\t", ".tab": "\t"}
+#: A ``key=value`` token of a header-less line (Kleister's format), for a message naming it.
+KEY_VALUE = re.compile(r"[^=\s]+=\S*")
 
 
 def read_table(data: bytes, source: str, suffix: str, builder: DatasetBuilder,
@@ -344,7 +347,8 @@ def table_to_entities(table: pa.Table | pd.DataFrame, source: str, *, lines: np.
         table = pa.Table.from_pandas(table, preserve_index=False)
     if lines is None:
         lines = np.arange(table.num_rows) + 2
-    table = table.rename_columns([str(c).strip().lower() for c in table.column_names])
+    written = [str(c).strip() for c in table.column_names]
+    table = table.rename_columns([c.lower() for c in written])
     seen: set[str] = set()
     for column in table.column_names:
         if column in seen and column in (*REQUIRED, *OPTIONAL, *meta_keys):
@@ -352,8 +356,13 @@ def table_to_entities(table: pa.Table | pd.DataFrame, source: str, *, lines: np.
         seen.add(column)
     missing = [c for c in REQUIRED if c not in table.column_names]
     if missing:
-        found = ", ".join(table.column_names) or "none"
+        found = ", ".join(written) or "none"
         msg = f"missing column(s) {', '.join(missing)} (found: {found})"
+        if written and all(KEY_VALUE.fullmatch(token) for c in written for token in c.split()):
+            msg = (f"key=value tokens ({written[0].split()[0]}, ...) instead of a header: Kleister's "
+                   "one-document-a-line format, which kieval does not read; write it as a long table "
+                   "with the columns doc_id, entity, value (or as JSONL)")
+            raise KievalInputError(source, "line 1", msg)
         raise KievalInputError(source, "header", msg)
 
     def at(mask: np.ndarray) -> str:
