@@ -7,6 +7,7 @@ from ``../shared/data`` and skipped when absent.
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -40,4 +41,6 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path, metavar="OUT_DIR", help="folder for the reports (created)")
+    main(parser.parse_args().out)
