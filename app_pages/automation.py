@@ -343,7 +343,7 @@ def decision() -> None:
     )
     predictions.metric(
         "Errors left",
-        number(point.errors),
+        number(point.errors_left),
         border=True,
         help=f"{number(point.substitution)} substitutions, {number(point.addition)} additions"
         + ("" if documents_mode else " (never fixed by review)")

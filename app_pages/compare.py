@@ -78,7 +78,7 @@ frame = session.view("per_document", lambda: per_document(model_a, model_b, colu
 left, right = st.columns([3, 2])
 with left:
     event = st.plotly_chart(
-        compare.scatter_figure(frame, label, name_a, name_b, column == "errors"),
+        compare.scatter_figure(frame, label, name_a, name_b, column == "corrections"),
         key="cmp_scatter",
         on_select="rerun",
         selection_mode="points",
@@ -98,7 +98,7 @@ with right:
     )
     if worst.empty:
         st.info("The two models score every document the same.")
-    fmt = "{:,.0f}" if column == "errors" else "{:.2%}"
+    fmt = "{:,.0f}" if column == "corrections" else "{:.2%}"
     for row in worst.itertuples(index=False):
         text, link_a, link_b = st.columns([4, 1, 1], vertical_alignment="center")
         text.markdown(f"{md(row.doc_id)}: {fmt.format(row.A)} → {fmt.format(row.B)}")

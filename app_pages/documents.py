@@ -130,7 +130,7 @@ if figures["missing"]:
         icon=":material/warning:",
     )
 with st.container(horizontal=True):  # the cards wrap on narrow screens instead of cutting labels
-    st.metric("Corrections", number(figures["errors"]), border=True)
+    st.metric("Corrections", number(figures["corrections"]), border=True)
     st.metric("Substitutions", number(figures["substitution"]), border=True)
     st.metric("Additions", number(figures["addition"]), border=True)
     st.metric("Deletions", number(figures["deletion"]), border=True)

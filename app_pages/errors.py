@@ -99,7 +99,7 @@ with right:
         )
 
 st.subheader("Most frequent substitutions")
-confusions = session.view("confusions", lambda: top_confusions(model.errors, n=15), name)
+confusions = session.view("confusions", lambda: top_confusions(model.error_list, n=15), name)
 if confusions.empty:
     st.info("No substitutions: every wrong value is a missing or a spurious one.")
 else:
@@ -131,9 +131,9 @@ causes = f4.multiselect(
 search = f3.text_input(
     "Search document id or value", key="errors_search", placeholder="plain text", persist_state="session"
 )
-errors = session.view(
+error_list = session.view(
     "errors_filtered",
-    lambda: error_analysis.filter_errors(model.errors, kinds, entity_types, search, causes),
+    lambda: error_analysis.filter_error_list(model.error_list, kinds, entity_types, search, causes),
     name,
     tuple(kinds),
     tuple(entity_types),
@@ -141,15 +141,16 @@ errors = session.view(
     tuple(causes),
 )
 frame, columns = shown(
-    errors if model.group is not None else errors.drop(columns=["group_type", "gt_group", "pred_group"])
+    error_list if model.group is not None
+    else error_list.drop(columns=["group_type", "gt_group", "pred_group"])
 )
 st.dataframe(frame, hide_index=True, height=420, column_config=columns, placeholder="")
 st.caption(
-    f"{number(len(errors))} of {number(len(model.errors))} corrections. Lines are counted from 1 "
+    f"{number(len(error_list))} of {number(len(model.error_list))} corrections. Lines are counted from 1 "
     "within their document (the downloads give the group index, from 0); an empty cell means no "
     "line or no value on that side."
 )
-substitutions = errors[errors["kind"] == "substitution"]
+substitutions = error_list[error_list["kind"] == "substitution"]
 if len(substitutions):
     # An expander's content is built only while it is open (on_change="rerun"): a closed
     # one costs neither the server nor the browser anything.
@@ -173,7 +174,7 @@ stem = re.sub(r"[^\w.-]+", "_", name).strip("_") or "model"
 downloads = st.container(horizontal=True)
 downloads.download_button(
     "Download CSV",
-    lambda: error_analysis.errors_csv(errors),
+    lambda: error_analysis.error_list_csv(error_list),
     file_name=f"errors_{stem}.csv",
     mime="text/csv",
     key="errors_csv",
@@ -184,7 +185,7 @@ downloads.download_button(
 )
 downloads.download_button(
     "Download JSON",
-    lambda: error_analysis.errors_json(errors),
+    lambda: error_analysis.error_list_json(error_list),
     file_name=f"errors_{stem}.json",
     mime="application/json",
     key="errors_json",

@@ -30,7 +30,8 @@ LABELS = {
     "pred_value": "prediction",
     "kind": "correction",
     "confidence": "confidence",
-    "errors": "corrections",
+    "corrections": "corrections",
+    "errors_left": "errors left",
     "n_gt": "GT values",
     "n_pred": "predicted values",
     "tp": "correct",
@@ -62,7 +63,7 @@ LABELS = {
     "tp_after": "correct after review",
     "n_documents": "documents",
     "value": "value",
-    "matching errors": "matching corrections",
+    "matching corrections": "matching corrections",
     "precision": "precision",
     "recall": "recall",
 }
@@ -90,7 +91,8 @@ PERCENT = {
 }
 #: Columns holding counts.
 COUNTS = {
-    "errors",
+    "corrections",
+    "errors_left",
     "n_gt",
     "n_pred",
     "tp",
@@ -107,7 +109,7 @@ COUNTS = {
     "with_confidence",
     "tp_after",
     "n_documents",
-    "matching errors",
+    "matching corrections",
 }
 #: Line numbers: the core counts groups from 0, people from 1.
 LINES = {"gt_group", "pred_group"}

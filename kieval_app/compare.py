@@ -20,7 +20,7 @@ DOCUMENT_METRICS = {
     "KIEval entity F1": "f1",
     "KIEval group F1": "group_f1",
     "flat entity F1": "flat_f1",
-    "corrections": "errors",
+    "corrections": "corrections",
 }
 
 

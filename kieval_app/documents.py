@@ -22,15 +22,15 @@ NON_GROUP = "non-group"
 
 #: Sort orders of the document table: label -> (columns, ascending).
 SORTS = {
-    "most errors first": (["errors", "aligned"], [False, True]),
-    "lowest KIEval_Aligned first": (["aligned", "errors"], [True, False]),
-    "largest flat F1 - KIEval F1 gap first (grouping errors)": (["gap", "errors"], [False, False]),
+    "most errors first": (["corrections", "aligned"], [False, True]),
+    "lowest KIEval_Aligned first": (["aligned", "corrections"], [True, False]),
+    "largest flat F1 - KIEval F1 gap first (grouping errors)": (["gap", "corrections"], [False, False]),
     "document id": (["doc_id"], [True]),
 }
 
 DOCUMENT_COLUMNS = [
     "doc_id",
-    "errors",
+    "corrections",
     "substitution",
     "addition",
     "deletion",
@@ -55,25 +55,25 @@ def document_table(
 
     ``entity_types`` / ``kinds`` keep documents having at least one error of those entity
     types / correction kinds (both: of those kinds in those types) and add a
-    ``matching errors`` column counting them.
+    ``matching corrections`` column counting them.
     """
     docs = model.documents.assign(gap=lambda d: d["flat_f1"] - d["f1"])
     columns = list(DOCUMENT_COLUMNS)
     if entity_types or kinds:
-        errors = model.errors
-        mask = np.ones(len(errors), bool)
+        error_list = model.error_list
+        mask = np.ones(len(error_list), bool)
         if entity_types:
-            mask &= errors["entity_type"].isin(list(entity_types)).to_numpy()
+            mask &= error_list["entity_type"].isin(list(entity_types)).to_numpy()
         if kinds:
-            mask &= errors["kind"].isin(list(kinds)).to_numpy()
-        hits = errors.loc[mask, "doc_id"].astype(object).value_counts()
+            mask &= error_list["kind"].isin(list(kinds)).to_numpy()
+        hits = error_list.loc[mask, "doc_id"].astype(object).value_counts()
         hits = hits[hits > 0]
         docs = docs[docs["doc_id"].isin(hits.index)].assign(
-            **{"matching errors": lambda d: d["doc_id"].map(hits).astype(np.int64)}
+            **{"matching corrections": lambda d: d["doc_id"].map(hits).astype(np.int64)}
         )
-        columns.insert(1, "matching errors")
+        columns.insert(1, "matching corrections")
     elif only_with_errors:
-        docs = docs[docs["errors"] > 0]
+        docs = docs[docs["corrections"] > 0]
     if model.group is None:  # no groups in the ground truth: group F1 is not defined
         columns.remove("group_f1")
     if model.meta is not None:
@@ -175,7 +175,7 @@ def matching_figure(model: ModelResult, doc_id: str) -> go.Figure:
         non_group = row.status == "non-group"
         color = _PAIR_COLORS.get(
             row.status,
-            STATUS_COLORS["correct"] if row.errors == 0 else STATUS_COLORS["substituted"],
+            STATUS_COLORS["correct"] if row.corrections == 0 else STATUS_COLORS["substituted"],
         )
         has_gt = row.gt_group >= 0 or (non_group and row.n_gt > 0)
         has_pr = row.pred_group >= 0 or (non_group and row.n_pred > 0)

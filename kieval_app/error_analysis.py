@@ -21,16 +21,15 @@ from .text import plain
 
 def corrections_by_type(model: ModelResult) -> pd.DataFrame:
     """Per entity type: substitutions, additions, deletions and their total, most first."""
-    table = model.by_entity_type[["entity_type", *KINDS, "errors", "n_gt", "n_pred"]]
-    return table.sort_values(["errors", "entity_type"], ascending=[False, True], kind="stable").reset_index(
-        drop=True
-    )
+    table = model.by_entity_type[["entity_type", *KINDS, "corrections", "n_gt", "n_pred"]]
+    return table.sort_values(["corrections", "entity_type"], ascending=[False, True],
+                             kind="stable").reset_index(drop=True)
 
 
 def corrections_by_type_figure(model: ModelResult, top: int = 25) -> go.Figure:
     """Stacked horizontal bars of the corrections per entity type (types with most errors)."""
     table = corrections_by_type(model)
-    table = table[table["errors"] > 0].head(top)
+    table = table[table["corrections"] > 0].head(top)
     series = [(KIND_LABELS[kind], table[kind], KIND_COLORS[kind]) for kind in KINDS]
     return _stacked_corrections(table["entity_type"], series, base_height=120)
 
@@ -56,7 +55,7 @@ def _stacked_corrections(entity_types: pd.Series, series: list[tuple[str, pd.Ser
 
 def f1_by_type(model: ModelResult) -> pd.DataFrame:
     """Per entity type: flat entity F1 (groups ignored) and KIEval entity F1, and the gap."""
-    table = model.by_entity_type[["entity_type", "flat_f1", "f1", "n_gt", "errors"]].rename(
+    table = model.by_entity_type[["entity_type", "flat_f1", "f1", "n_gt", "corrections"]].rename(
         columns={"f1": "kieval_f1"}
     )
     table = table.assign(gap=table["flat_f1"] - table["kieval_f1"])
@@ -141,7 +140,7 @@ CAUSE_COLORS = {
 def causes_by_type_figure(model: ModelResult, top: int = 25) -> go.Figure:
     """Why: stacked horizontal bars of the corrections per entity type by cause (SPEC 2c)."""
     table = corrections_by_type(model)
-    table = table[table["errors"] > 0].head(top)
+    table = table[table["corrections"] > 0].head(top)
     table = table.merge(model.by_entity_type, on="entity_type", suffixes=("", "_"))
     series = [(CAUSE_LABELS[kc], table[f"{kc[0]}_{kc[1]}"], CAUSE_COLORS[kc]) for kc in CAUSE_SERIES]
     return _stacked_corrections(table["entity_type"], series, base_height=150)
@@ -159,44 +158,44 @@ def format_shares(model: ModelResult) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def filter_errors(
-    errors: pd.DataFrame,
+def filter_error_list(
+    error_list: pd.DataFrame,
     kinds: Sequence[str] = (),
     entity_types: Sequence[str] = (),
     search: str = "",
     causes: Sequence[str] = (),
 ) -> pd.DataFrame:
-    """Errors of the given kinds, entity types and causes whose doc id or values contain
-    ``search`` (case-insensitive, plain text: no regular expression)."""
-    mask = np.ones(len(errors), bool)
+    """The corrections of the given kinds, entity types and causes whose doc id or values
+    contain ``search`` (case-insensitive, plain text: no regular expression)."""
+    mask = np.ones(len(error_list), bool)
     if kinds:
-        mask &= errors["kind"].isin(list(kinds)).to_numpy()
-    if causes and "cause" in errors:
-        mask &= errors["cause"].isin(list(causes)).to_numpy()
+        mask &= error_list["kind"].isin(list(kinds)).to_numpy()
+    if causes and "cause" in error_list:
+        mask &= error_list["cause"].isin(list(causes)).to_numpy()
     if entity_types:
-        mask &= errors["entity_type"].isin(list(entity_types)).to_numpy()
+        mask &= error_list["entity_type"].isin(list(entity_types)).to_numpy()
     if search.strip():
         needle = search.strip().casefold()
-        hit = np.zeros(len(errors), bool)
+        hit = np.zeros(len(error_list), bool)
         for column in ("doc_id", "gt_value", "pred_value"):
-            values = errors[column].astype(object).where(errors[column].notna(), "")
+            values = error_list[column].astype(object).where(error_list[column].notna(), "")
             hit |= values.astype(str).str.casefold().str.contains(needle, regex=False).to_numpy()
         mask &= hit
-    return errors[mask].reset_index(drop=True)
+    return error_list[mask].reset_index(drop=True)
 
 
-def errors_csv(errors: pd.DataFrame) -> bytes:
+def error_list_csv(error_list: pd.DataFrame) -> bytes:
     """The error list as UTF-8 CSV (SPEC 7 columns; empty cell = absent), a cell a
     spreadsheet would run as a formula prefixed with ``'`` (SPEC 8b)."""
-    return csv_text(errors).encode("utf-8")
+    return csv_text(error_list).encode("utf-8")
 
 
-def errors_json(errors: pd.DataFrame) -> bytes:
+def error_list_json(error_list: pd.DataFrame) -> bytes:
     """The error list as a JSON array of records (null = absent)."""
     records = []
-    for row in errors.itertuples(index=False):
+    for row in error_list.itertuples(index=False):
         record = {}
-        for column, value in zip(errors.columns, row, strict=True):
+        for column, value in zip(error_list.columns, row, strict=True):
             if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
                 record[column] = None
             elif isinstance(value, np.integer):
@@ -209,10 +208,10 @@ def errors_json(errors: pd.DataFrame) -> bytes:
     return json.dumps(records, ensure_ascii=False, indent=1).encode("utf-8")
 
 
-def substitution_rows(errors: pd.DataFrame) -> list[tuple[list[str], str]]:
+def substitution_rows(error_list: pd.DataFrame) -> list[tuple[list[str], str]]:
     """Substitutions as HTML table rows, the differing characters marked."""
     rows = []
-    for row in errors[errors["kind"] == "substitution"].itertuples(index=False):
+    for row in error_list[error_list["kind"] == "substitution"].itertuples(index=False):
         gt, pred = diff_html(row.gt_value, row.pred_value)
         rows.append(([plain(row.doc_id), plain(row.entity_type), gt, pred], "substituted"))
     return rows

@@ -330,7 +330,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from .read.formats import LoadOptions
     from .report.decisions import DecisionOptions
     from .report.render import decision_notes, render_report, summary_frame
-    from .report.results import all_errors
+    from .report.results import all_error_lists
     from .report.runs import RunStage
     from .report.suggest import hint_lines
     from .report.tracking import MlflowTarget
@@ -348,9 +348,9 @@ def _evaluate(args: argparse.Namespace) -> int:
     normalizer = Normalizer.from_names(args.normalize, args.compare, args.near_miss)
     peer = PeerOptions(args.cer_threshold, args.peer_structure)
     engine = {}
-    if args.engine == "dask":  # the workers write the detail and return the errors, if asked
+    if args.engine == "dask":  # the workers write the detail and return the error lists, if asked
         engine = {"engine": "dask", "scheduler": args.scheduler,
-                  "errors": args.errors_csv is not None or args.mlflow is not None}
+                  "collect_error_list": args.errors_csv is not None or args.mlflow is not None}
     elif args.scheduler is not None:
         raise KievalOptionError("--scheduler needs --engine dask")
     # the store is found (or the missing extra named) before the work starts
@@ -388,7 +388,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         if run is not None:
             run.write(result, report.text, _inputs(args.gt, args.pred), _options(args))
         if csv_out is not None:
-            csv_text(all_errors(result), csv_out.path, args.csv_formulas)
+            csv_text(all_error_lists(result), csv_out.path, args.csv_formulas)
         outputs.commit()
     if tracker is not None:
         run_id = tracker.log(result, report, options=_options(args), run_dir=args.save_run,

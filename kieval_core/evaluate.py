@@ -74,7 +74,7 @@ def evaluate(
         ``local`` (this process) or ``dask``: the inputs are read and scored partition by
         partition on a Dask cluster, with the same figures to the last bit (see
         :func:`kieval_core.scale.distributed.evaluate_dask`, which also takes ``dask_options``:
-        ``client``, ``partitions``, ``run_dir``, ``errors``).
+        ``client``, ``partitions``, ``run_dir``, ``collect_error_list``).
     scheduler
         With ``engine="dask"``: the address of a running Dask scheduler; None starts a
         ``LocalCluster`` on this machine's cores.

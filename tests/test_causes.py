@@ -53,7 +53,7 @@ def test_worked_example_through_the_python_api(tmp_path):
     m = evaluate(*_files(tmp_path, RPA_GT, RPA_PRED)).models["m"]
     assert m.causes == EXPECTED_CAUSES
     assert m.aligned_if_format_right == pytest.approx(7 / 11)
-    errors = m.errors.set_index(["kind", "entity_type"])["cause"]
+    errors = m.error_list.set_index(["kind", "entity_type"])["cause"]
     assert errors[("substitution", "date")] == "near_miss"  # 01/02/2018 for 01/02/2019: 0.9
     assert errors[("substitution", "menu.price")] == "other_value"  # 250 for 200: 0.67
     assert errors[("deletion", "tax")] == "hallucinated"
@@ -105,7 +105,7 @@ def test_misplaced_values():
     pred = dataset({"d": [("", "", "subtotal", "7"), ("menu", "0", "menu.nm", "A"),
                           ("menu", "1", "menu.nm", "B"), ("menu", "1", "menu.cnt", "A")]}, "m")
     m = evaluate(gt, {"m": pred}).models["m"]
-    errors = m.errors.set_index(["kind", "entity_type"])["cause"]
+    errors = m.error_list.set_index(["kind", "entity_type"])["cause"]
     assert errors[("deletion", "subtotal")] == "misplaced"  # 7 is the GT's menu.price
     assert errors[("deletion", "menu.cnt")] == "misplaced"  # A is the GT's menu.nm
     assert errors[("deletion", "menu.nm")] == "hallucinated"  # B is nowhere in the GT
@@ -116,7 +116,7 @@ def test_misplaced_values():
 def test_a_duplicate_in_the_same_place_is_hallucinated():
     gt = dataset({"d": [("", "", "total", "1")]}, "gt")
     pred = dataset({"d": [("", "", "total", "1"), ("", "", "total", "1")]}, "m")
-    errors = evaluate(gt, {"m": pred}).models["m"].errors
+    errors = evaluate(gt, {"m": pred}).models["m"].error_list
     assert errors[["kind", "cause"]].values.tolist() == [["deletion", "hallucinated"]]
 
 
@@ -273,7 +273,7 @@ def test_causes_equal_a_naive_oracle(data, near_miss, casefold):
     gt_docs, pred_docs = data
     normalizer = Normalizer(casefold=casefold, near_miss=near_miss)
     m = evaluate(dataset(gt_docs, "gt"), {"m": dataset(pred_docs, "m")}, normalizer=normalizer).models["m"]
-    errors = m.errors
+    errors = m.error_list
     for error in errors.to_dict("records"):
         doc = error["doc_id"]
         expected = _naive_cause(error, _rows(gt_docs, doc), _rows(pred_docs, doc), normalizer, near_miss)
@@ -289,14 +289,14 @@ def test_causes_equal_a_naive_oracle(data, near_miss, casefold):
 def test_every_correction_has_exactly_one_cause(data):
     gt_docs, pred_docs = data
     m = evaluate(dataset(gt_docs, "gt"), {"m": dataset(pred_docs, "m")}).models["m"]
-    errors = m.errors
+    errors = m.error_list
     assert errors["cause"].notna().all()
     kinds_and_causes = zip(errors["kind"], errors["cause"], strict=True)
     assert all(cause in CAUSES_OF_KIND[kind] for kind, cause in kinds_and_causes)
     for kind, causes in m.causes.items():
         assert sum(causes.values()) == getattr(m.corrections, kind)
     for table in (m.documents, m.by_entity_type, m.by_group_type):
-        assert (table[CAUSE_COLUMNS].sum(axis=1) == table["errors"]).all()
+        assert (table[CAUSE_COLUMNS].sum(axis=1) == table["corrections"]).all()
     total_format = m.causes["substitution"]["format"]
     assert m.aligned <= m.aligned_if_format_right
     denominator = m.entity.tp + m.corrections.total
@@ -322,7 +322,7 @@ def test_the_comparator_that_makes_a_format_pair_equal_makes_it_a_tp(pairs):
     substitution with cause ``other_value`` under every comparator."""
     gt = dataset({"d": [("", "", f, g) for f, g, _ in pairs]}, "gt")
     pred = dataset({"d": [("", "", f, p) for f, _, p in pairs]}, "m")
-    before = evaluate(gt, {"m": pred}).models["m"].errors.set_index("entity_type")
+    before = evaluate(gt, {"m": pred}).models["m"].error_list.set_index("entity_type")
     for field, g, p in pairs:
         if g == p:
             continue
@@ -331,7 +331,7 @@ def test_the_comparator_that_makes_a_format_pair_equal_makes_it_a_tp(pairs):
         assert (cause == "format") == fixing.any()
         for comparator, fixes in zip(FORMAT_COMPARATORS, fixing, strict=True):
             after = evaluate(gt, {"m": pred}, normalizer=Normalizer(comparators=((field, comparator),)))
-            errors = after.models["m"].errors.set_index("entity_type")
+            errors = after.models["m"].error_list.set_index("entity_type")
             if fixes:
                 assert field not in errors.index
             if cause == "other_value":

@@ -81,12 +81,12 @@ def test_the_sample_gives_the_local_report(client, sample):
     expected = report_json(local, DECISIONS)
     for partitions in (None, 3):
         result = evaluate(gt, preds, load_options=options, engine="dask", client=client,
-                          partitions=partitions, errors=True)
+                          partitions=partitions, collect_error_list=True)
         assert report_json(result, DECISIONS) == expected
         for name, model in result.models.items():
             assert model.unknown_documents == local.models[name].unknown_documents == (f"unknown_{name}",)
             assert "validation_0010" in model.missing_documents
-            assert model.errors.to_csv(index=False) == local.models[name].errors.to_csv(index=False)
+            assert model.error_list.to_csv(index=False) == local.models[name].error_list.to_csv(index=False)
     with pytest.raises(KievalOptionError, match="not kept for a distributed run"):
         evaluate(gt, preds, load_options=options, engine="dask", client=client).models["sim_weak"].detail()
 
@@ -114,8 +114,8 @@ def test_the_command_line(client, sample, tmp_path, capsys):
     saved = load_run(tmp_path / "dask")
     assert report_json(saved.result, DecisionOptions(resamples=50, slices=("split",))) == \
         (tmp_path / "local.json").read_text("utf-8")
-    assert saved.result.models["sim_weak"].errors.to_csv(index=False) == \
-        load_run(tmp_path / "local").result.models["sim_weak"].errors.to_csv(index=False)
+    assert saved.result.models["sim_weak"].error_list.to_csv(index=False) == \
+        load_run(tmp_path / "local").result.models["sim_weak"].error_list.to_csv(index=False)
     dask = ["--engine", "dask", "--scheduler", client.scheduler.address]
     assert main([*common, *dask, "--metrics", "all"]) == 2
     assert "computes the kieval family only" in capsys.readouterr().err
@@ -134,10 +134,11 @@ def test_random_corpora(client, data, n_shards, partitions, seed):
         pred = write_shards(long_table(dataset(pred_docs, "m")), Path(tmp) / "m", n_shards + 1, rng, "csv")
         local = evaluate(str(gt), {"m": str(pred)})
         result = evaluate(str(gt), {"m": str(pred)}, engine="dask", client=client, partitions=partitions,
-                          errors=True)
+                          collect_error_list=True)
         decisions = DecisionOptions(resamples=30, target=0.7)
         assert report_json(result, decisions) == report_json(local, decisions)
-        assert result.models["m"].errors.to_csv(index=False) == local.models["m"].errors.to_csv(index=False)
+        assert result.models["m"].error_list.to_csv(index=False) == \
+            local.models["m"].error_list.to_csv(index=False)
 
 
 def test_aligned_shards_are_not_shuffled(client, tmp_path, monkeypatch):
@@ -217,5 +218,5 @@ def test_local_and_dask_runs_replace_each_other_whole(client, sample, tmp_path):
         assert set(detail.cells["doc_id"].astype(str)) <= set(saved.gt.doc_ids)
         fresh = evaluate(local_gt if n_docs == 30 else gt, {"sim_weak": preds["sim_weak"] if n_docs == 100
                                                             else SAMPLE_DATA / "sim_weak.jsonl"})
-        assert model.errors.to_csv(index=False) == fresh.models["sim_weak"].errors.to_csv(index=False)
+        assert model.error_list.to_csv(index=False) == fresh.models["sim_weak"].error_list.to_csv(index=False)
         assert not [p for p in tmp_path.iterdir() if ".kieval-" in p.name]

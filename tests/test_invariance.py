@@ -133,7 +133,7 @@ def _files(docs: dict) -> dict[str, bytes]:
 def _figures(model) -> tuple:
     group = None if model.group is None else (model.group.tp, model.group.fp, model.group.fn)
     return (model.entity.tp, model.entity.fp, model.entity.fn, model.corrections.as_dict(), group,
-            model.entity_f1.tp, model.documents[["doc_id", "tp", "errors"]].values.tolist(),
+            model.entity_f1.tp, model.documents[["doc_id", "tp", "corrections"]].values.tolist(),
             model.curve.round(12).values.tolist())
 
 

@@ -176,7 +176,7 @@ def test_error_export_gains_page_and_both_boxes(tmp_path):
              "tax": {"value": "1", "confidence": 0.3, "page": 2, "bbox": [7, 7, 8, 8]}}]
     (tmp_path / "gt.jsonl").write_bytes(_jsonl(gt))
     (tmp_path / "m.jsonl").write_bytes(_jsonl(pred))
-    errors = evaluate(tmp_path / "gt.jsonl", {"m": tmp_path / "m.jsonl"}).models["m"].errors
+    errors = evaluate(tmp_path / "gt.jsonl", {"m": tmp_path / "m.jsonl"}).models["m"].error_list
     got = errors[["entity_type", "kind", "page", "gt_box", "pred_box"]].values.tolist()
     assert got == [["addr", "addition", 1, [0, 50, 9, 60], None],
                    ["total", "substitution", 1, [1, 2, 3, 4], [1, 2, 3, 4.5]],
@@ -199,10 +199,10 @@ def test_boxes_never_change_a_figure(tmp_path):
     assert boxed.gt.entities["x0"].notna().all()
     assert "x0" not in plain.gt.entities
     assert render_report(plain).text.replace(str(tmp_path) + "/", f"{SAMPLE}/") == render_report(boxed).text
-    with_boxes = boxed.models["sim_weak"].errors
+    with_boxes = boxed.models["sim_weak"].error_list
     assert with_boxes["gt_box"].notna().any() and with_boxes["pred_box"].notna().any()
     pd.testing.assert_frame_equal(with_boxes.drop(columns=["page", "gt_box", "pred_box"]),
-                                  plain.models["sim_weak"].errors)
+                                  plain.models["sim_weak"].error_list)
 
 
 @pytest.mark.parametrize("model", ["sim_strong", "sim_llm", "sim_weak"])

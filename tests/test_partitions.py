@@ -42,7 +42,7 @@ def partitioned(gt: str, preds: dict[str, str], n: int, options: LoadOptions | N
     gt_summary = summaries.pop("ground truth")
     job = Job(Input(gt_summary.name, gt, gt_summary.format),
               tuple(Input(name, s.source, s.format) for name, s in summaries.items()),
-              Normalizer(), options.meta, None if run_dir is None else str(run_dir), errors=True)
+              Normalizer(), options.meta, None if run_dir is None else str(run_dir), collect_error_list=True)
     splits = {name: [r.split(n) for r in rows] for name, rows in reads.items()}
     parts = [score_partition(k, [s[k] for s in splits["ground truth"]],
                              {name: [s[k] for s in splits[name]] for name in preds}, job) for k in range(n)]
@@ -96,7 +96,8 @@ def test_partitions_merge_to_the_local_report(data, n_shards, n_parts, seed, kin
         local = evaluate(str(gt), {"m": str(pred)})
         merged = partitioned(str(gt), {"m": str(pred)}, n_parts)
         assert report_json(merged, DECISIONS) == report_json(local, DECISIONS)
-        assert merged.models["m"].errors.to_csv(index=False) == local.models["m"].errors.to_csv(index=False)
+        assert merged.models["m"].error_list.to_csv(index=False) == \
+            local.models["m"].error_list.to_csv(index=False)
 
 
 @pytest.mark.slow
@@ -123,14 +124,14 @@ def test_the_sample_in_shards(tmp_path):
         text = report_json(merged, decisions)
         assert text == report_json(local, decisions)
         for name in preds:
-            errors = merged.models[name].errors
-            assert errors.to_csv(index=False) == local.models[name].errors.to_csv(index=False)
+            errors = merged.models[name].error_list
+            assert errors.to_csv(index=False) == local.models[name].error_list.to_csv(index=False)
     # a saved partitioned run reads back to the same report, errors and alignments
     save_run(merged, tmp_path / "run4", text, {}, {})
     saved = load_run(tmp_path / "run4").result
     assert report_json(saved, decisions) == text
     model = saved.models["sim_llm"]
-    assert model.errors.to_csv(index=False) == local.models["sim_llm"].errors.to_csv(index=False)
+    assert model.error_list.to_csv(index=False) == local.models["sim_llm"].error_list.to_csv(index=False)
     for doc in ("validation_0000", "validation_0042", "validation_0099"):
         assert document_alignment(model.detail(), doc).equals(
             document_alignment(local.models["sim_llm"].detail(), doc))

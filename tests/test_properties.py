@@ -100,7 +100,7 @@ def test_count_identities(data):
     assert m.corrections.substitution + m.corrections.addition == m.entity.fn
     assert m.entity.tp <= m.entity_f1.tp  # grouping can only lose matches
     docs = m.documents
-    assert docs["tp"].sum() == m.entity.tp and docs["errors"].sum() == m.corrections.total
+    assert docs["tp"].sum() == m.entity.tp and docs["corrections"].sum() == m.corrections.total
     assert 0.0 <= m.aligned <= m.entity.f1 + 1e-12 or m.entity.tp == 0
 
 

@@ -63,7 +63,7 @@ def test_worked_example_through_the_python_api(rpa_files):
     # opening the receipt leaves no automation
     assert not rec.reachable and rec.best_reachable == pytest.approx(7 / 11)
     point = review_documents_with(model.review, np.full(model.n_predictions, 0.31))
-    assert (point.tp_after, point.errors, point.added_by_review, point.opened_documents) == (10, 0, 1, 1)
+    assert (point.tp_after, point.errors_left, point.added_by_review, point.opened_documents) == (10, 0, 1, 1)
 
 
 def test_worked_example_through_the_cli(rpa_files, tmp_path):

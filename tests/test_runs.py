@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from conftest import SAMPLE_DATA
 
-from kieval_core import DecisionOptions, KievalInputError
+from kieval_core import DecisionOptions, KievalInputError, evaluate
 from kieval_core.cli import main
 from kieval_core.report.render import report_json
-from kieval_core.report.runs import load_detail, load_run
+from kieval_core.report.runs import digest, load_detail, load_run
+
+#: Runs saved by earlier versions (see the README there).
+SAVED_RUNS = Path(__file__).parent / "saved_runs"
 
 
 @pytest.fixture(scope="module")
@@ -47,11 +51,9 @@ def test_a_saved_run_gives_the_same_report(run):
 
 
 def test_a_saved_run_keeps_errors_and_matchings(run):
-    from kieval_core import evaluate
-
     saved = load_run(run / "run").result.models["sim_weak"]
     fresh = evaluate(SAMPLE_DATA / "cord_v2_gt.jsonl", {"m": SAMPLE_DATA / "sim_weak.jsonl"}).models["m"]
-    assert saved.errors.astype(str).equals(fresh.errors.astype(str))
+    assert saved.error_list.astype(str).equals(fresh.error_list.astype(str))
     one = load_detail(run / "run" / "models" / "1" / "detail", "validation_0075")
     assert set(one.cells["doc_id"].astype(str)) == {"validation_0075"}
     assert len(one.pairs) == (fresh.matching["doc_id"] == "validation_0075").sum()
@@ -63,3 +65,40 @@ def test_anything_else_is_refused(tmp_path):
     (tmp_path / "manifest.json").write_text(json.dumps({"kieval_run": 99}))
     with pytest.raises(KievalInputError, match="unknown run format"):
         load_run(tmp_path)
+
+
+def _renamed(node):
+    """A report written before issue 16's rename, with today's keys: ``errors`` of a review
+    point or review table (it has ``tp_after``) is ``errors_left``, any other (a table of
+    figures) is ``corrections``."""
+    if isinstance(node, dict):
+        return {("errors_left" if "tp_after" in node else "corrections") if k == "errors" else k: _renamed(v)
+                for k, v in node.items()}
+    if isinstance(node, list):
+        return [_renamed(v) for v in node]
+    return node
+
+
+def test_a_run_saved_before_the_rename_opens_with_todays_names(tmp_path):
+    """A run stores counts, and the renamed columns are derived from them on reading: a run
+    saved by 0.1.0 before the rename opens, and gives its own report with today's keys."""
+    old = SAVED_RUNS / "v0.1.0_before_rename"
+    saved = load_run(old)
+    assert saved.manifest["tool"]["version"] == "0.1.0"
+    model = saved.result.models["sim_weak"]
+    assert "corrections" in model.documents and "errors" not in model.documents
+    assert (model.documents["corrections"] == model.documents[["substitution", "addition", "deletion"]]
+            .sum(axis=1)).all()
+    stored = json.loads((old / "report.json").read_text("utf-8"))
+    assert '"errors"' in (old / "report.json").read_text("utf-8")  # written with the old keys
+    again = json.loads(report_json(saved.result, DecisionOptions(resamples=0)))
+    assert again == _renamed(stored)
+    gt, pred = tmp_path / "gt.jsonl", tmp_path / "sim_weak.jsonl"  # the inputs it was saved from
+    lines = (SAMPLE_DATA / "cord_v2_gt.jsonl").read_text("utf-8").splitlines(keepends=True)[:6]
+    gt.write_text("".join(lines), "utf-8")
+    ids = {json.loads(line)["doc_id"] for line in lines}
+    pred.write_text("".join(line for line in (SAMPLE_DATA / "sim_weak.jsonl").read_text("utf-8")
+                            .splitlines(keepends=True) if json.loads(line)["doc_id"] in ids), "utf-8")
+    assert digest(gt) == saved.manifest["inputs"]["gt"]["digest"]
+    fresh = evaluate(gt, {"sim_weak": pred}).models["sim_weak"]
+    assert model.error_list.astype(str).equals(fresh.error_list.astype(str))

@@ -12,7 +12,7 @@ from builders import write_jsonl
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kieval_app.error_analysis import errors_csv, errors_json
+from kieval_app.error_analysis import error_list_csv, error_list_json
 from kieval_core import evaluate
 from kieval_core.cli import main
 from kieval_core.safe_text import for_terminal, neutralise_formulas
@@ -53,12 +53,12 @@ def test_the_errors_csv_holds_no_formula_unless_asked(tmp_path, capsys):
 
 def test_the_dashboard_download_holds_no_formula(tmp_path):
     gt, pred = hostile_files(tmp_path)
-    errors = evaluate(gt, {"m": pred}).models["m"].errors
+    errors = evaluate(gt, {"m": pred}).models["m"].error_list
     assert sum(str(v).startswith(RISKY) for v in errors.astype(object).to_numpy().ravel()) >= len(FORMULAS)
-    written = cells(errors_csv(errors))
+    written = cells(error_list_csv(errors))
     assert not [c for c in written if c.startswith(RISKY)]
     assert {f"'{f}" for f in FORMULAS} <= set(written)
-    records = json.loads(errors_json(errors))  # the JSON keeps every value as it is
+    records = json.loads(error_list_json(errors))  # the JSON keeps every value as it is
     assert set(FORMULAS) <= {r["doc_id"] for r in records}
 
 

@@ -17,7 +17,7 @@ from kieval_core import DecisionOptions, KievalOptionError, evaluate, render_rep
 from kieval_core.cli import main  # noqa: E402
 from kieval_core.report.registry import METRICS  # noqa: E402
 from kieval_core.report.render import DECISION_ROWS, value_at  # noqa: E402
-from kieval_core.report.results import all_errors  # noqa: E402
+from kieval_core.report.results import all_error_lists  # noqa: E402
 from kieval_core.report.runs import load_run  # noqa: E402
 from kieval_core.report.tracking import INSTALL, log_mlflow, result_metrics  # noqa: E402
 from kieval_core.safe_text import csv_text  # noqa: E402
@@ -77,7 +77,7 @@ def test_a_run_holds_the_reports_figures_curve_and_artifacts(result, store, tmp_
     assert artifacts == {"report.json", "errors.csv", "charts.html", "run"}
     folder = Path(client.download_artifacts(run_id, "", str(tmp_path / "down")))
     assert (folder / "report.json").read_text("utf-8") == report_text
-    assert (folder / "errors.csv").read_bytes() == csv_text(all_errors(result)).encode("utf-8")
+    assert (folder / "errors.csv").read_bytes() == csv_text(all_error_lists(result)).encode("utf-8")
     charts = (folder / "charts.html").read_text("utf-8")
     assert charts.count("Plotly.newPlot") == 3 and "weak one: accuracy after review" in charts
     reopened = load_run(folder / "run").result  # the saved run opens with the dashboard

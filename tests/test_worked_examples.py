@@ -113,7 +113,7 @@ def test_rpa_recommendation(rpa):
 
 
 def test_rpa_errors_list(rpa):
-    errors = rpa.errors
+    errors = rpa.error_list
     assert sorted(errors["kind"]) == ["addition", "deletion", "substitution", "substitution"]
     subs = errors[errors["kind"] == "substitution"].set_index("entity_type")
     assert subs.loc["date", ["gt_value", "pred_value"]].tolist() == ["01/02/2019", "01/02/2018"]

@@ -3,7 +3,7 @@ which (the engine's own pairing, so the view and the counts never disagree).
 
 * :func:`group_pairs`: every pair of the document (the non-group pair first, then per
   group type the matched pairs and unmatched GT groups by GT index, then unmatched
-  predicted groups) with S, its status and its errors;
+  predicted groups) with S, its status and its corrections;
 * :func:`document_alignment`: one row per aligned entity: the GT value beside the
   predicted value it was matched or substituted with, an added GT value or a deleted
   prediction alone;
@@ -27,7 +27,7 @@ _PAIR_KEYS = ["group_type", "gt_group", "pred_group"]
 def group_pairs(counted: Counted, doc_id: str) -> pd.DataFrame:
     """The pairs of one document in display order.
 
-    Columns ``group_type, gt_group, pred_group, shared, status, n_gt, n_pred, errors``;
+    Columns ``group_type, gt_group, pred_group, shared, status, n_gt, n_pred, corrections``;
     status is one of :data:`PAIR_STATUSES` (-1 marks a missing side).
     """
     cells = counted.cells[counted.cells["doc_id"] == doc_id]
@@ -49,7 +49,7 @@ def group_pairs(counted: Counted, doc_id: str) -> pd.DataFrame:
     sums = sums.reindex(pd.MultiIndex.from_frame(frame[_PAIR_KEYS]), fill_value=0)
     frame["n_gt"] = sums["n_gt"].to_numpy(np.int64)
     frame["n_pred"] = sums["n_pred"].to_numpy(np.int64)
-    frame["errors"] = (sums["substitution"] + sums["addition"] + sums["deletion"]).to_numpy(np.int64)
+    frame["corrections"] = (sums["substitution"] + sums["addition"] + sums["deletion"]).to_numpy(np.int64)
     frame["status"] = np.select(
         [(frame["gt_group"] < 0) & (frame["pred_group"] < 0), frame["pred_group"] < 0,
          frame["gt_group"] < 0, frame["exact"].astype(bool)],
@@ -61,7 +61,7 @@ def group_pairs(counted: Counted, doc_id: str) -> pd.DataFrame:
         frame["group_type"].map(first_seen).to_numpy(),
         (frame["status"] != "non-group").to_numpy(),
     ))
-    columns = ["group_type", "gt_group", "pred_group", "shared", "status", "n_gt", "n_pred", "errors"]
+    columns = ["group_type", "gt_group", "pred_group", "shared", "status", "n_gt", "n_pred", "corrections"]
     return frame.iloc[order][columns].reset_index(drop=True)
 
 

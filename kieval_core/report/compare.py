@@ -90,26 +90,27 @@ def paired_bootstrap(a: ModelResult, b: ModelResult, resamples: int = 1000, seed
 
 
 def per_document(a: ModelResult, b: ModelResult, column: str) -> pd.DataFrame:
-    """``doc_id, A, B, difference, A errors, B errors`` of one per-document figure."""
+    """``doc_id, A, B, difference, A corrections, B corrections`` of one per-document figure."""
     check_instance("a", a, ModelResult)
     check_instance("b", b, ModelResult)
     shared = [c for c in a.documents.columns if c in set(b.documents.columns) and c != "doc_id"]
     check_choice("column", column, shared)
     docs_a = a.documents.set_index("doc_id")
     docs_b = b.documents.set_index("doc_id").reindex(docs_a.index)
-    frame = pd.DataFrame({"A": docs_a[column], "B": docs_b[column], "A errors": docs_a["errors"],
-                          "B errors": docs_b["errors"]})
+    frame = pd.DataFrame({"A": docs_a[column], "B": docs_b[column], "A corrections": docs_a["corrections"],
+                          "B corrections": docs_b["corrections"]})
     frame["difference"] = frame["B"] - frame["A"]
     return frame.rename_axis("doc_id").reset_index()
 
 
 def disagreements(a: ModelResult, b: ModelResult, column: str = "aligned", n: int = 20) -> pd.DataFrame:
-    """The documents where two models differ most on ``column`` (then on errors)."""
+    """The documents where two models differ most on ``column`` (then on corrections)."""
     check_int("n", n)
     frame = per_document(a, b, column)
     size = frame["difference"].abs()
-    errors = (frame["B errors"] - frame["A errors"]).abs()
-    frame = frame.assign(_size=size, _errors=errors)
-    frame = frame[(frame["_size"] > 0) | (frame["_errors"] > 0)]
-    frame = frame.sort_values(["_size", "_errors", "doc_id"], ascending=[False, False, True], kind="stable")
-    return frame.drop(columns=["_size", "_errors"]).head(n).reset_index(drop=True)
+    corrections = (frame["B corrections"] - frame["A corrections"]).abs()
+    frame = frame.assign(_size=size, _corrections=corrections)
+    frame = frame[(frame["_size"] > 0) | (frame["_corrections"] > 0)]
+    frame = frame.sort_values(["_size", "_corrections", "doc_id"], ascending=[False, False, True],
+                              kind="stable")
+    return frame.drop(columns=["_size", "_corrections"]).head(n).reset_index(drop=True)

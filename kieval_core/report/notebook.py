@@ -118,7 +118,7 @@ def model_html(model: ModelResult, target: float = TARGET) -> str:
     """The summary of one model: its headline figures, corrections and recommended threshold."""
     title = f"KIEval: model {model.name} ({model.source}), {model.n_documents:,} documents"
     footer = (f"{len(model.warnings)} warning{'' if len(model.warnings) == 1 else 's'} (model.warnings); "
-              "per-document figures: model.to_frame(); every error: model.errors")
+              "per-document figures: model.to_frame(); every error: model.error_list")
     body = _sections(_Models({model.name: model}, ("kieval", *model.peer)), target)
     return (f'<div class="kieval-model"><p>{html.escape(title)}</p>{body}'
             f"<p><small>{html.escape(footer)}</small></p></div>")

@@ -130,7 +130,7 @@ METRICS: tuple[Metric, ...] = (
             " that differs only in format were right.",
             "About what declaring comparators (--compare date=date) would bring; equal to "
             "KIEval_Aligned when no error is a format error."),
-    _kieval("kieval.corrections.total", "Corrections", "errors", False,
+    _kieval("kieval.corrections.total", "Corrections", "corrections", False,
             "Substitutions + additions + deletions a person needs to turn the prediction into "
             "the ground truth.", "Manual work; compare with FP + FN, which counts a wrong "
             "value twice.", count=True),

@@ -44,8 +44,8 @@ class ModelResult:
 
     ``counted`` (the engine's tables of cells, pairs and entities) is there when the
     model was scored in this process; a distributed run keeps only the tally (the
-    matchings are then written per partition, and ``error_list`` holds the partitions'
-    error tables when they were asked for). ``meta`` is the ground
+    matchings are then written per partition, and ``partition_error_list`` holds the
+    partitions' error lists when they were asked for). ``meta`` is the ground
     truth's metadata (one row per document that has any). ``format`` and ``notes`` say how
     the predictions were read (for the load report). ``missing_confidence`` is the policy
     for predictions without confidence (SPEC 4c) the review model follows;
@@ -66,7 +66,7 @@ class ModelResult:
     counted: Counted | None = field(default=None, repr=False)
     format: str = ""
     notes: tuple[str, ...] = ()
-    error_list: pd.DataFrame | None = field(default=None, repr=False)
+    partition_error_list: pd.DataFrame | None = field(default=None, repr=False)
     missing_confidence: str = "automate"
     consensus_of: int = 0
     consensus: ReviewModel | None = field(default=None, repr=False)
@@ -227,13 +227,13 @@ class ModelResult:
         return self.counted
 
     @cached_property
-    def errors(self) -> pd.DataFrame:
+    def error_list(self) -> pd.DataFrame:
         """Every correction a person must make, one row each (SPEC 7): documents sorted,
         additions before the predictions' errors, each in reading order. A distributed run
-        gives the error tables of its partitions, concatenated in the same order."""
-        if self.counted is None and self.error_list is not None:
-            return self.error_list
-        return error_table(self.detail())
+        gives the error lists of its partitions, concatenated in the same order."""
+        if self.counted is None and self.partition_error_list is not None:
+            return self.partition_error_list
+        return error_list_of(self.detail())
 
     @property
     def matching(self) -> pd.DataFrame:
@@ -366,18 +366,18 @@ def causes_of(counts: pd.Series) -> dict[str, dict[str, int]] | None:
             for kind, causes in CAUSES_OF_KIND.items()}
 
 
-def all_errors(result: EvaluationResult) -> pd.DataFrame:
-    """Every model's error list (:attr:`ModelResult.errors`), one after the other, with a
-    ``model`` column first: the CLI's ``--errors-csv``."""
-    frames = [m.errors.assign(model=name) for name, m in result.models.items()]
+def all_error_lists(result: EvaluationResult) -> pd.DataFrame:
+    """Every model's error list (:attr:`ModelResult.error_list`), one after the other, with
+    a ``model`` column first: the CLI's ``--errors-csv``."""
+    frames = [m.error_list.assign(model=name) for name, m in result.models.items()]
     if not frames:
         return pd.DataFrame(columns=["model", *ERROR_COLUMNS])
-    errors = pd.concat(frames, ignore_index=True)
-    return errors[["model", *errors.columns[:-1]]]
+    error_list = pd.concat(frames, ignore_index=True)
+    return error_list[["model", *error_list.columns[:-1]]]
 
 
-def error_table(counted: Counted) -> pd.DataFrame:
-    """The error list (:attr:`ModelResult.errors`) of the engine's tables: documents in
+def error_list_of(counted: Counted) -> pd.DataFrame:
+    """The error list (:attr:`ModelResult.error_list`) of the engine's tables: documents in
     the order of ``counted.doc_ids``, additions before the predictions' errors, each in
     reading order."""
     pred, gt = counted.pred_entities, counted.gt_entities
@@ -435,11 +435,11 @@ def _error_locations(rows: pd.DataFrame, other: pd.DataFrame, *, own: str) -> di
             "gt_box": boxes["gt"], "pred_box": boxes["pred"]}
 
 
-def top_confusions(errors: pd.DataFrame, n: int = 20) -> pd.DataFrame:
+def top_confusions(error_list: pd.DataFrame, n: int = 20) -> pd.DataFrame:
     """The most frequent substitutions (GT value -> predicted value), with how often and in
     how many documents they occur (ties: field, then values)."""
     columns = ["entity_type", "gt_value", "pred_value", "count", "documents"]
-    subs = errors[errors["kind"] == "substitution"]
+    subs = error_list[error_list["kind"] == "substitution"]
     if subs.empty:
         return pd.DataFrame(columns=columns)
     grouped = (subs.groupby(["entity_type", "gt_value", "pred_value"], sort=True, observed=True)

@@ -32,10 +32,10 @@ def suggested_comparators(model: ModelResult, normalizer: Normalizer) -> pd.Data
     """Per entity type with ``format`` substitutions: the comparator that makes most of
     them equal (ties: the order of :data:`~kieval_core.count.comparators.FORMAT_COMPARATORS`,
     dates first), how many it fixes and how many there are; most format errors first."""
-    errors = model.errors
-    if "cause" not in errors:
+    error_list = model.error_list
+    if "cause" not in error_list:
         return pd.DataFrame(columns=SUGGESTION_COLUMNS)
-    subs = errors[(errors["kind"] == "substitution") & (errors["cause"] == "format")]
+    subs = error_list[(error_list["kind"] == "substitution") & (error_list["cause"] == "format")]
     if subs.empty:
         return pd.DataFrame(columns=SUGGESTION_COLUMNS)
     codes, distinct = pd.factorize(pd.concat([subs["gt_value"], subs["pred_value"]]).astype(object))

@@ -30,7 +30,7 @@ FLAT_COUNTS = ["flat_tp", "flat_n_gt", "flat_n_pred"]
 #: Column order of every table of figures (group and flat columns only where they apply).
 FIGURE_COLUMNS = [
     "n_gt", "n_pred", "tp", "fp", "fn", "precision", "recall", "f1",
-    "substitution", "addition", "deletion", "errors", "fp_plus_fn", "aligned",
+    "substitution", "addition", "deletion", "corrections", "fp_plus_fn", "aligned",
     *CAUSE_COLUMNS, "aligned_if_format_right", "unparsed_gt", "unparsed_pred",
     "group_tp", "group_fp", "group_fn", "group_precision", "group_recall", "group_f1", "group_aligned",
     "flat_tp", "flat_fp", "flat_fn", "flat_precision", "flat_recall", "flat_f1",
@@ -95,12 +95,12 @@ def figures(counts: pd.DataFrame) -> pd.DataFrame:
     """Scores from counts (P/R/F1, corrections, KIEval_Aligned, group and flat figures),
     one row per row of ``counts``; the index becomes a column."""
     out = counts.copy()
-    out["errors"] = out["substitution"] + out["addition"] + out["deletion"]
+    out["corrections"] = out["substitution"] + out["addition"] + out["deletion"]
     out["fp_plus_fn"] = out["fp"] + out["fn"]
-    out["aligned"] = aligned_score(out["tp"], out["errors"])
+    out["aligned"] = aligned_score(out["tp"], out["corrections"])
     if "substitution_format" in out:  # (TP + format) / (TP + Error): what comparators would bring
         out["aligned_if_format_right"] = aligned_score(out["tp"] + out["substitution_format"],
-                                                       out["errors"] - out["substitution_format"])
+                                                       out["corrections"] - out["substitution_format"])
     out = add_scores(out)
     if "group_tp" in out:
         out["group_fp"] = out["n_pred_groups"] - out["group_tp"]

@@ -47,7 +47,7 @@ from ..safe_text import csv_text
 from .decisions import DecisionOptions
 from .registry import METRICS
 from .render import DECISION_ROWS, Report, build_report, render_report, value_at
-from .results import EvaluationResult, all_errors
+from .results import EvaluationResult, all_error_lists
 
 INSTALL = "pip install 'kieval-workbench[mlflow]'"
 #: The experiment of a run when none is named (nor ``MLFLOW_EXPERIMENT_NAME`` set).
@@ -271,7 +271,7 @@ class MlflowTarget:
         from .runs import write_run
 
         (folder / "report.json").write_text(report.text, "utf-8")
-        csv_text(all_errors(result), folder / "errors.csv", csv_formulas)
+        csv_text(all_error_lists(result), folder / "errors.csv", csv_formulas)
         (folder / "charts.html").write_text(charts_html(result, report.figures), "utf-8")
         if run_dir is not None:
             shutil.copytree(Path(run_dir), folder / "run")

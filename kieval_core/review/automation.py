@@ -357,11 +357,12 @@ class ReviewPoint:
     review: str = "predictions"  # what a person reviews: "predictions" or whole "documents"
 
     @property
-    def errors(self) -> int:
+    def errors_left(self) -> int:
+        """Corrections still needed after review: substitutions + additions + deletions left."""
         return self.substitution + self.addition + self.deletion
 
     def as_dict(self) -> dict:
-        return {**asdict(self), "errors": self.errors}
+        return {**asdict(self), "errors_left": self.errors_left}
 
 
 def review_at(model: ReviewModel, threshold: float | Mapping[str, float],
@@ -465,6 +466,11 @@ def review_documents_with(model: ReviewModel, limits: np.ndarray, costs: Costs =
     )
 
 
+#: The columns of :func:`review_by_entity_type` and :func:`review_documents_by_entity_type`.
+REVIEW_BY_TYPE_COLUMNS = ["entity_type", "predictions", "reviewed", "fixed", "substitution", "addition",
+                          "deletion", "errors_left", "tp_after", "kieval_aligned"]
+
+
 def review_documents_by_entity_type(model: ReviewModel, limits: np.ndarray) -> pd.DataFrame:
     """Per entity type under whole-document review with one threshold per prediction: the
     columns of :func:`review_by_entity_type` (``fixed``: the errors of opened documents,
@@ -481,13 +487,12 @@ def review_documents_by_entity_type(model: ReviewModel, limits: np.ndarray) -> p
         addition = int(part.base_addition[~base_inside].sum())
         added = int(part.base_addition[base_inside].sum())
         tp_after = part.tp + int((part.gain & inside).sum()) + added
-        errors = substitution + addition + deletion
+        errors_left = substitution + addition + deletion
         rows.append({"entity_type": name, "predictions": part.n_predictions, "reviewed": int(inside.sum()),
                      "fixed": int((part.wrong & inside).sum()) + added, "substitution": substitution,
-                     "addition": addition, "deletion": deletion, "errors": errors, "tp_after": tp_after,
-                     "kieval_aligned": float(aligned_score(tp_after, errors))})
-    return pd.DataFrame(rows, columns=["entity_type", "predictions", "reviewed", "fixed", "substitution",
-                                       "addition", "deletion", "errors", "tp_after", "kieval_aligned"])
+                     "addition": addition, "deletion": deletion, "errors_left": errors_left,
+                     "tp_after": tp_after, "kieval_aligned": float(aligned_score(tp_after, errors_left))})
+    return pd.DataFrame(rows, columns=REVIEW_BY_TYPE_COLUMNS)
 
 
 #: The columns of :func:`document_review_curve`.
@@ -560,10 +565,9 @@ def review_by_entity_type(model: ReviewModel, threshold: float | Mapping[str, fl
         point = _point(part, part.confidence < limits[model.entity_type == code], Costs())
         rows.append({"entity_type": name, "predictions": point.predictions, "reviewed": point.reviewed,
                      "fixed": point.substituted_by_review, "substitution": point.substitution,
-                     "addition": point.addition, "deletion": point.deletion, "errors": point.errors,
+                     "addition": point.addition, "deletion": point.deletion, "errors_left": point.errors_left,
                      "tp_after": point.tp_after, "kieval_aligned": point.kieval_aligned})
-    return pd.DataFrame(rows, columns=["entity_type", "predictions", "reviewed", "fixed", "substitution",
-                                       "addition", "deletion", "errors", "tp_after", "kieval_aligned"])
+    return pd.DataFrame(rows, columns=REVIEW_BY_TYPE_COLUMNS)
 
 
 # --- the curve ----------------------------------------------------------------------------

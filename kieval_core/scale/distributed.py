@@ -18,7 +18,7 @@ How a run goes (every step but the last runs on the workers):
    predicted rows meet whatever shards they sit in;
 3. **score**: :func:`~kieval_core.scale.partitions.score_partition` per partition (the local
    engine's code on those documents); with ``run_dir`` it writes the partition's detail
-   and GT entities there, with ``errors`` it returns its error tables;
+   and GT entities there, with ``collect_error_list`` it returns its error list;
 4. **merge**: the client reduces the partitions' tallies as they arrive
    (:func:`~kieval_core.scale.partitions.merge_partitions`). It holds the merged tally: about
    30 bytes per prediction for the review model, plus the per-document table.
@@ -115,7 +115,7 @@ def evaluate_dask(
     client: Any = None,
     partitions: int | None = None,
     run_dir: str | Path | None = None,
-    errors: bool = False,
+    collect_error_list: bool = False,
 ) -> EvaluationResult:
     """Evaluate on a Dask cluster; the result equals :func:`kieval_core.evaluate`'s on the
     same files (byte-identical reports), without ``counted``: the engine's tables stay on
@@ -141,8 +141,8 @@ def evaluate_dask(
         :class:`kieval_core.report.runs.RunStage`'s ``path`` and complete it with its ``write``
         and ``commit`` (as ``--save-run`` does), or a directory that
         :func:`kieval_core.report.runs.save_run` then completes.
-    errors
-        Keep every error (``ModelResult.errors``): the partitions' error tables,
+    collect_error_list
+        Keep every error (``ModelResult.error_list``): the partitions' error lists,
         concatenated in the local engine's order on the client.
     """
     families = resolve_families(metrics)
@@ -160,7 +160,7 @@ def evaluate_dask(
     report = progress or (lambda done, total, label: None)
     with connect(scheduler, client) as dask_client:
         return _run(dask_client, inputs, normalizer, load_options, report, partitions,
-                    None if run_dir is None else str(run_dir), errors)
+                    None if run_dir is None else str(run_dir), collect_error_list)
 
 
 def _spec(item: DatasetLike, options: LoadOptions) -> str:
@@ -184,7 +184,7 @@ def _split(rows: ShardRows, n: int) -> tuple[ShardRows, ...]:
 
 
 def _run(client: Any, inputs: dict[str, str], normalizer: Normalizer, options: LoadOptions, report: Progress,
-         partitions: int | None, run_dir: str | None, errors: bool) -> EvaluationResult:
+         partitions: int | None, run_dir: str | None, collect_error_list: bool) -> EvaluationResult:
     distributed = _distributed()
     paths = {name: shard_paths(spec) for name, spec in inputs.items()}
     total = sum(len(p) for p in paths.values())
@@ -212,7 +212,7 @@ def _run(client: Any, inputs: dict[str, str], normalizer: Normalizer, options: L
         clear_partitions(run_dir)
     job = Job(Input(gt.name, gt.source, gt.format),
               tuple(Input(p.name, p.source, p.format) for p in summaries.values()),
-              normalizer, options.meta, run_dir, errors)
+              normalizer, options.meta, run_dir, collect_error_list)
     scored = [client.submit(score_partition, k, rows[_GT][k], {n: rows[n][k] for n in names[1:]},
                             job, pure=False) for k in range(n_parts)]
     del rows

@@ -33,7 +33,7 @@ import pandas as pd
 from ..count.normalize import Normalizer
 from ..read.dataset import DatasetSummary
 from ..read.shards import ShardRows, assemble
-from ..report.results import EvaluationResult, ModelResult, error_table
+from ..report.results import EvaluationResult, ModelResult, error_list_of
 from ..report.runs import save_partition
 from ..report.scoring import KeyCounts, model_warnings, one_sided_keys, score
 from ..report.tally import Tally
@@ -63,8 +63,8 @@ class Job:
     run_dir : str or None
         A saved run's directory on storage every worker can write (``--save-run``): each
         partition writes its ground-truth entities and each model's detail there.
-    errors : bool
-        Whether each partition returns its error tables (``--errors-csv``).
+    collect_error_list : bool
+        Whether each partition returns its error list (``--errors-csv``).
     """
 
     gt: Input
@@ -72,7 +72,7 @@ class Job:
     normalizer: Normalizer = Normalizer()
     meta_keys: tuple[str, ...] = ()
     run_dir: str | None = None
-    errors: bool = False
+    collect_error_list: bool = False
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ class ModelPart:
     missing: tuple[str, ...]
     unknown: tuple[str, ...]
     keys: KeyCounts
-    errors: pd.DataFrame | None = None
+    error_list: pd.DataFrame | None = None
 
 
 @dataclass(frozen=True)
@@ -111,9 +111,9 @@ def score_partition(index: int, gt_rows: Sequence[ShardRows], pred_rows: Mapping
             detail.append(None)
             continue
         scored = score(gt, pred, job.normalizer)
-        errors = error_table(scored.counted) if job.errors else None
+        error_list = error_list_of(scored.counted) if job.collect_error_list else None
         models[spec.name] = ModelPart(Tally.from_counted(scored.counted), scored.missing, scored.unknown,
-                                      KeyCounts.of(pred), errors)
+                                      KeyCounts.of(pred), error_list)
         detail.append(scored.counted)
     if job.run_dir is not None:
         save_partition(job.run_dir, index, gt, detail)
@@ -137,19 +137,20 @@ def merge_partitions(parts: Sequence[PartitionResult], gt: DatasetSummary,
         tally = Tally.merge([m.tally for m in own if m.tally is not None])
         missing = tuple(sorted(chain.from_iterable(m.missing for m in own)))
         unknown = tuple(sorted(chain.from_iterable(m.unknown for m in own)))
-        errors = [m.errors for m in own if m.errors is not None]
+        error_lists = [m.error_list for m in own if m.error_list is not None]
         models[name] = ModelResult(
             name=name, source=pred.source, tally=tally, missing_documents=missing, unknown_documents=unknown,
             warnings=model_warnings(pred.warnings, missing, unknown, tally.review), meta=gt.meta,
-            format=pred.format, notes=pred.notes, error_list=merge_errors(errors) if errors else None,
+            format=pred.format, notes=pred.notes,
+            partition_error_list=merge_error_lists(error_lists) if error_lists else None,
         )
     keys = {name: KeyCounts.merge([p.models[name].keys for p in parts]) for name in predictions}
     warnings = tuple(k.message for k in one_sided_keys(KeyCounts.merge([p.gt_keys for p in parts]), keys))
     return EvaluationResult(gt, models, normalizer, ("kieval",), warnings)
 
 
-def merge_errors(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
-    """Error tables of disjoint partitions as one, in the local engine's order: documents
+def merge_error_lists(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """Error lists of disjoint partitions as one, in the local engine's order: documents
     sorted, each document's rows in its partition's order (a document never straddles
     partitions, so a stable sort on the doc_id is enough)."""
     rows = pd.concat(frames, ignore_index=True)

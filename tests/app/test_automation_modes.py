@@ -64,8 +64,8 @@ def test_whole_documents_cards_are_the_cores_operating_point(sample_result):
     assert cards["Right after review"] == pct(expected.document_accuracy)
     assert cards["Opened / 1,000 docs"] == number(round(op.opened_per_1000_documents))
     assert cards["Cost / 1,000 docs"] == number(round(expected.cost_per_1000_documents))
-    table = frame_with(at, "entity_type", "fixed", "errors")
-    assert int(table["errors"].sum()) == expected.errors  # the per-field table follows the mode too
+    table = frame_with(at, "entity_type", "fixed", "errors_left")
+    assert int(table["errors_left"].sum()) == expected.errors_left  # the per-field table follows the mode too
     at.segmented_control(key="auto_review").set_value("predictions").run()
     assert _cards(at)["Accuracy after review"] != cards["Accuracy after review"]
 

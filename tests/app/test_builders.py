@@ -63,12 +63,13 @@ def test_corrections_beside_fp_fn(sample_result):
 
 def test_document_table_filters_and_sorts(weak):
     table = documents.document_table(weak)
-    assert len(table) == 100 and table["errors"].is_monotonic_decreasing
+    assert len(table) == 100 and table["corrections"].is_monotonic_decreasing
     only = documents.document_table(weak, only_with_errors=True)
-    assert (only["errors"] > 0).all()
+    assert (only["corrections"] > 0).all()
     subs = documents.document_table(weak, kinds=["substitution"], sort="document id")
-    expected = weak.errors.loc[weak.errors["kind"] == "substitution", "doc_id"].astype(object).value_counts()
-    assert dict(zip(subs["doc_id"], subs["matching errors"], strict=True)) == expected.to_dict()
+    error_list = weak.error_list
+    expected = error_list.loc[error_list["kind"] == "substitution", "doc_id"].astype(object).value_counts()
+    assert dict(zip(subs["doc_id"], subs["matching corrections"], strict=True)) == expected.to_dict()
 
 
 def test_neighbours():
@@ -135,8 +136,8 @@ def test_corrections_by_type_sum_to_the_totals(weak):
 
 
 def test_top_confusions(weak):
-    confusions = top_confusions(weak.errors, n=10)
-    subs = weak.errors[weak.errors["kind"] == "substitution"]
+    confusions = top_confusions(weak.error_list, n=10)
+    subs = weak.error_list[weak.error_list["kind"] == "substitution"]
     assert confusions["count"].is_monotonic_decreasing
     first = confusions.iloc[0]
     same = subs[(subs["gt_value"] == first["gt_value"]) & (subs["pred_value"] == first["pred_value"])
@@ -145,15 +146,15 @@ def test_top_confusions(weak):
 
 
 def test_error_filters_and_exports(weak):
-    errors = weak.errors
-    subs = error_analysis.filter_errors(errors, kinds=["substitution"])
+    errors = weak.error_list
+    subs = error_analysis.filter_error_list(errors, kinds=["substitution"])
     assert (subs["kind"] == "substitution").all() and len(subs) == weak.corrections.substitution
     doc = errors["doc_id"].iloc[0]
-    assert set(error_analysis.filter_errors(errors, search=doc)["doc_id"]) == {doc}
-    assert len(error_analysis.filter_errors(errors, search="[a-z]+")) == 0  # plain text, no regex
-    csv = pd.read_csv(io.BytesIO(error_analysis.errors_csv(errors)), keep_default_na=False)
+    assert set(error_analysis.filter_error_list(errors, search=doc)["doc_id"]) == {doc}
+    assert len(error_analysis.filter_error_list(errors, search="[a-z]+")) == 0  # plain text, no regex
+    csv = pd.read_csv(io.BytesIO(error_analysis.error_list_csv(errors)), keep_default_na=False)
     assert len(csv) == len(errors) and list(csv.columns) == list(errors.columns)
-    records = json.loads(error_analysis.errors_json(errors))
+    records = json.loads(error_analysis.error_list_json(errors))
     assert len(records) == len(errors) and records[0].keys() == set(errors.columns)
 
 

@@ -200,7 +200,7 @@ def test_upload_automation_threshold_and_error_download(app_url, tmp_path):
         download.value.save_as(target)
         assert target.name == "errors_sim_weak.csv"
         errors = pd.read_csv(io.BytesIO(target.read_bytes()), keep_default_na=False)
-        assert list(errors.columns) == list(expected.errors.columns)
+        assert list(errors.columns) == list(expected.error_list.columns)
         assert len(errors) == expected.corrections.total
         browser.close()
 

@@ -322,7 +322,7 @@ def test_documents_deep_link_and_previous_next(weak):
     assert at.session_state["doc"] == "validation_0075"
     assert at.sidebar.selectbox(key="model").value == "simulated-weak"
     assert any("validation_0075" in unescape(h.value) for h in at.subheader)
-    order = list(frame_with(at, "doc_id", "errors")["doc_id"])
+    order = list(frame_with(at, "doc_id", "corrections")["doc_id"])
     at.button(key="docs_next").click().run()
     assert at.session_state["doc"] == order[order.index("validation_0075") + 1]
     assert at.query_params["doc"] == at.session_state["doc"]
@@ -337,8 +337,8 @@ def test_documents_filters(weak):
     at.sidebar.selectbox(key="model").set_value("simulated-weak").run()
     open_page(at, "documents")
     at.multiselect(key="docs_kinds").set_value(["deletion"]).run()
-    with_deletions = set(weak.errors.loc[weak.errors["kind"] == "deletion", "doc_id"])
-    assert set(frame_with(at, "doc_id", "matching errors")["doc_id"]) == with_deletions
+    with_deletions = set(weak.error_list.loc[weak.error_list["kind"] == "deletion", "doc_id"])
+    assert set(frame_with(at, "doc_id", "matching corrections")["doc_id"]) == with_deletions
 
 
 # --- errors, automation, compare ----------------------------------------------------------
@@ -397,7 +397,7 @@ def test_every_way_of_deciding_moves_every_card(strong):
         assert cards["Reviews / 1,000 docs"] == number(round(point.reviews_per_1000_documents))
         assert cards["Straight through"] == pct(point.straight_through_rate)
         assert cards["Right after review"] == pct(point.document_accuracy)
-        assert cards["Errors left"] == number(point.errors)
+        assert cards["Errors left"] == number(point.errors_left)
         assert cards["Cost / 1,000 docs"] == number(round(point.cost_per_1000_documents))
         return cards
 
