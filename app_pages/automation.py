@@ -13,7 +13,7 @@ from kieval_app import automation, session
 from kieval_app.columns import shown
 from kieval_app.text import md, number, pct
 from kieval_core.report.consensus import MIN_MODELS, with_confidence_sources
-from kieval_core.report.decisions import operating_point, review_curve, slice_thresholds
+from kieval_core.report.decisions import operating_point, review_curve, slice_thresholds, starting_threshold
 from kieval_core.report.tables import threshold_text
 from kieval_core.review.automation import (
     Costs,
@@ -243,11 +243,10 @@ def decision() -> None:
     if scope == "one" and mode == "threshold":
         points = automation.operating_points(chart_curve, 400, keep=(st.session_state.get("auto_tau"),))
         options = points["threshold"].tolist()
-        if st.session_state.get("auto_tau") not in options:  # start at the recommendation
-            start = recommend(curve, st.session_state["auto_target"], n_docs).threshold
-            st.session_state["auto_tau"] = options[
-                min(int(np.searchsorted(options, start or options[-1])), len(options) - 1)
-            ]
+        if st.session_state.get("auto_tau") not in options:  # start where deciding by accuracy is
+            start = starting_threshold(chart_curve, st.session_state["auto_target"], n_docs, review_mode)
+            at = min(int(np.searchsorted(options, start)), len(options) - 1)
+            st.session_state["auto_tau"] = options[at]
         formatted = {
             t: f"τ {threshold_text(t)}: {a:.1%} automated, {acc:.1%} accurate"
             for t, a, acc in zip(

@@ -133,10 +133,11 @@ with st.container(horizontal=True, gap="medium"):  # the links wrap on narrow sc
                  icon=":material/description:")
     chosen = result.models[session.selected_model(ws)]
     largest = largest_cause(chosen.causes)
-    why = "" if largest is None else (
-        f" (largest cause for {md(chosen.name)}: {largest[0]} {largest[1].replace('_', ' ')}, "
+    # the model is the sidebar's; naming it here pushed the figures out of a 1,024 px window
+    why = ", per field" if largest is None else (
+        f" (largest cause: {largest[0]} {largest[1].replace('_', ' ')}, "
         f"{number(largest[2])} of {number(chosen.corrections.total)})")
-    st.page_link("app_pages/errors.py", label=f"Errors: why each correction, per field{why}",
+    st.page_link("app_pages/errors.py", label=f"Errors: why each correction{why}",
                  icon=":material/rule:")
     st.page_link("app_pages/automation.py", label="Automation: choose the review threshold",
                  icon=":material/tune:")

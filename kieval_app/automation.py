@@ -78,9 +78,12 @@ def _mark_choice(fig: go.Figure, point: tuple[float, float] | None, target: floa
 
 
 def _marker_rank(shown: pd.DataFrame, tau: float | None) -> int | None:
+    """The rank of the operating point at ``tau``: the first at or above it, as the core
+    reads a curve (``point_at``). No tolerance: the last point lies 2e-16 above the largest
+    confidence (review everything), and ``tau - 1e-12`` put the ring on the point before."""
     if tau is None:
         return None
-    return int(min(np.searchsorted(shown["threshold"].to_numpy(), tau - 1e-12), len(shown) - 1))
+    return int(min(np.searchsorted(shown["threshold"].to_numpy(), tau, side="left"), len(shown) - 1))
 
 
 def threshold_figure(

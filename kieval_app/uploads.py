@@ -228,14 +228,16 @@ def render_loaded(sources: Sources) -> None:
     if sources.sample or sources.gt is None:
         return
     names = sources.model_names()
-    columns = st.columns(min(len(names), 4) or 1)
-    for i, (name, source) in enumerate(zip(names, sources.predictions, strict=True)):
-        columns[i % len(columns)].button(
-            md(name),
-            key=f"remove_{i}",
-            icon=":material/close:",
-            help=f"Remove {md(source.name)}",
-            on_click=remove_prediction,
-            args=(source.name,),
-            width="stretch",
-        )
+    # each button as wide as its name, wrapping onto more lines: in four equal columns a
+    # 1,024 px window cut qwen2.5vl_lora and qwen2.5vl_zeroshot both to "qwen2.5v..."
+    with st.container(horizontal=True, gap="small"):
+        for i, (name, source) in enumerate(zip(names, sources.predictions, strict=True)):
+            st.button(
+                md(name),
+                key=f"remove_{i}",
+                icon=":material/close:",
+                help=f"Remove {md(source.name)}",
+                on_click=remove_prediction,
+                args=(source.name,),
+                width="content",
+            )

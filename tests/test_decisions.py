@@ -6,10 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from builders import dataset
+from conftest import SAMPLE_DATA
 
 from kieval_core import Costs, DecisionOptions, evaluate
 from kieval_core.read.formats.builder import DatasetBuilder
-from kieval_core.report.decisions import slice_thresholds
+from kieval_core.report.decisions import operating_point, review_curve, slice_thresholds, starting_threshold
 from kieval_core.report.render import build_report
 from kieval_core.report.tables import corrections_table
 from kieval_core.review.automation import (
@@ -120,3 +121,16 @@ def test_corrections_beside_fp_fn_by_hand():
     row = table.loc["m"]
     assert (row["substitution"], row["addition"], row["deletion"], row["corrections"]) == (2, 0, 1, 3)
     assert row["FP + FN"] == 5 and row["FP + FN overstates work by"] == pytest.approx(2 / 3)
+
+
+@pytest.mark.parametrize("review", ["predictions", "documents"])
+def test_a_threshold_control_starts_where_deciding_by_accuracy_is(review):
+    """Reachable: the recommendation; out of reach: the best accuracy with some automation
+    (the point the accuracy mode shows), never the last point (review everything)."""
+    model = evaluate(SAMPLE_DATA / "cord_v2_gt.jsonl", {"m": SAMPLE_DATA / "sim_llm.jsonl"}).models["m"]
+    curve = review_curve(model, review)
+    for target in (0.5, 0.999):
+        expected = operating_point(model, review=review, value=target, target=target, curve=curve)
+        start = starting_threshold(curve, target, model.n_documents, review)
+        assert start == expected.threshold and expected.point.auto_rate > 0
+        assert expected.reachable == (target == 0.5 or review == "documents")  # whole documents fix all

@@ -364,6 +364,19 @@ def operating_point(model: ModelResult, *, review: str = "predictions", decide_b
                           limits=limits, point=reviewer(base, limits, costs), **extra)
 
 
+def starting_threshold(curve: pd.DataFrame, target: float, n_documents: int,
+                       review: str = "predictions") -> float:
+    """The τ a threshold control starts from: the recommendation for ``target`` (``curve``
+    of :func:`review_curve` for ``review``), else the best accuracy with some automation,
+    where deciding by accuracy puts it; never review everything, which a target out of
+    reach used to open the control on (0% automated)."""
+    level = _MODES[check_choice("review", review, _MODES)][0]
+    rec = recommend(curve, target, n_documents, level)
+    if rec.reachable:
+        return float(rec.threshold)
+    return _best_automated(curve, *_LEVELS[level])
+
+
 def _best_automated(curve: pd.DataFrame, accuracy: str, automation: str) -> float:
     """The smallest threshold of best accuracy among those with some automation (the last
     threshold when none has any)."""

@@ -205,6 +205,18 @@ def test_threshold_ticks_are_whole_thresholds(strong):
     assert list(automation.threshold_figure(above_one, 0.5, None).layout.xaxis.ticktext)[-1] == "> 1"
 
 
+def test_the_ring_marks_the_chosen_point_also_at_review_everything(strong):
+    """At τ just above the largest confidence (review everything; Textract's operating point
+    when 95% is out of reach) the cards said 0% automated while the trade-off ring sat on
+    the point before it (50% automated on SROIE)."""
+    curve = strong.curve.tail(50).reset_index(drop=True)  # every point drawn (no thinning)
+    for tau in (float(curve["threshold"].iloc[-1]), float(curve["threshold"].iloc[len(curve) // 2])):
+        expected = curve[curve["threshold"] == tau].iloc[0]
+        ring = next(t for t in automation.tradeoff_figure(curve, tau, None).data if t.name == "chosen point")
+        assert (ring.x[0], ring.y[0]) == (expected["auto_rate"], expected["kieval_aligned"])
+    assert curve["auto_rate"].iloc[-1] == 0
+
+
 def test_operating_points_keep_the_ends_and_the_chosen_point(strong):
     curve = strong.curve
     chosen = float(curve["threshold"].iloc[len(curve) // 3])

@@ -309,6 +309,11 @@ def test_a_target_that_only_full_review_reaches_is_not_a_recommendation(strong):
     warning = " ".join(unescape(w.value) for w in at.warning)
     assert "not reachable with automation" in warning and pct(unreachable.best_reachable) in warning
     assert not any("reaches" in s.value for s in at.success)
+    cards = metric_values(at)
+    # deciding by threshold starts at that best point, not at review everything (0% automated)
+    at.segmented_control(key="auto_mode").set_value("threshold").run()
+    assert metric_values(at)["Automated"] == cards["Automated"] != pct(0.0)
+    assert at.session_state["auto_tau"] < 1
 
 
 # --- documents ----------------------------------------------------------------------------
