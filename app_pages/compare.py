@@ -56,6 +56,8 @@ for counts in (False, True):
         B=st.column_config.NumberColumn(
             "B", format="localized" if counts else "%.2f%%", help=name_b, width="small"
         ),
+        # a difference of two percentages is in points, like its interval beside it
+        **{"B - A": st.column_config.NumberColumn("B - A", format="localized" if counts else "%+.2f pts")},
     )
     st.dataframe(frame, hide_index=True, column_config=columns, placeholder="")
 st.caption(

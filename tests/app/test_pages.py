@@ -447,6 +447,8 @@ def test_compare_needs_two_different_models():
     open_page(at, "compare")
     deltas = frame_with(at, "metric", "verdict")
     assert "KIEval_Aligned" in set(deltas["metric"]) and "95% interval" in deltas.columns
+    formats = [json.loads(d.proto.columns)["B - A"]["type_config"]["format"] for d in at.dataframe[:2]]
+    assert formats == ["%+.2f pts", "localized"]  # points beside their interval in points; counts
     assert len(at.get("page_link")) >= 24  # A and B links for the disagreeing documents
     at.selectbox(key="cmp_b").set_value("simulated-strong").run()
     assert any("two different" in w.value for w in at.warning)
