@@ -517,16 +517,25 @@ with st.expander("Costs", icon=":material/payments:"):
     )
 
 target = float(st.session_state["auto_target"])
+# The checks below review single predictions (the core has no bootstrap of whole-document
+# review): say so, or "not reachable" there contradicts the whole-document τ above.
+SINGLE_ONLY = (
+    "These figures review **single predictions**, whatever *Review* says above: whole-document review "
+    "reaches targets that single predictions cannot, so its τ is not checked here."
+)
+whole_documents = st.session_state.get("auto_review") == "documents"
 # An expander's content is built only while it is open (on_change="rerun"): a closed
 # one costs neither the server nor the browser anything.
 box = st.expander(
-    f"Does the threshold for {target:.0%} carry over? Uncertainty and a holdout check",
+    f"Does the threshold for {target:.0%} carry over? Uncertainty and a holdout check (single predictions)",
     icon=":material/science:",
     key="auto_uncertainty_open",
     on_change="rerun",
 )
 if box.open:
     with box:
+        if whole_documents:
+            st.info(SINGLE_ONLY, icon=":material/info:")
         boot = session.view("bootstrap", lambda: bootstrap(review, target, 1000, 0), *tag, target)
         rec = recommend(curve, target, n_docs)
         if rec.reachable and boot.threshold is not None:
@@ -582,6 +591,8 @@ if meta_keys:
     )
     if box.open:
         with box:
+            if whole_documents:
+                st.info(SINGLE_ONLY, icon=":material/info:")
             key = st.selectbox("Metadata key", meta_keys, key="auto_slice_key")
             rows = session.view(
                 "slices", lambda: slice_thresholds(model, key, target), *tag, key, target
@@ -606,7 +617,8 @@ if meta_keys:
             )
             st.dataframe(frame, hide_index=True, column_config=columns, placeholder="")
             st.caption(
-                f"Each value's own recommended τ for {target:.1%}; empty: not reachable with automation."
+                f"Each value's own recommended τ for {target:.1%}, reviewing single predictions; empty: not "
+                "reachable with automation."
             )
 
 box = st.expander(

@@ -506,6 +506,14 @@ def test_sroie_with_metadata_and_real_confidences(shared_data):
     assert slices["documents"].tolist() == [347]
     at.selectbox(key="auto_scope").set_value("slice:split").run()
     assert not at.exception
+    # reviewing whole documents reaches 95% (τ 0.9981), while the checks below, which review
+    # single predictions, say it is out of reach: they say which policy they check
+    assert not any("single predictions" in i.value for i in at.info)
+    at.selectbox(key="auto_scope").set_value("one").run()
+    at.segmented_control(key="auto_review").set_value("documents").run()
+    assert any("reaches" in s.value for s in at.success)
+    notes = [i.value for i in at.info if "review **single predictions**" in i.value]
+    assert len(notes) == 2  # the uncertainty and the per-slice boxes
 
 
 def _zip_dir(directory: Path) -> bytes:
