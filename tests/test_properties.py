@@ -116,6 +116,42 @@ def test_hungarian_equals_brute_force(n, m, data):
     assert sorted(zip(rows.tolist(), cols.tolist(), strict=True)) == brute_force_match(shared, subst, exact)
 
 
+@st.composite
+def assignment_problems(draw):
+    """Stacks of small integer matrices (many ties), wide or tall, maybe with forbidden
+    edges around one allowed pairing of size min(N, M)."""
+    k, n, m = draw(st.integers(1, 3)), draw(st.integers(1, 7)), draw(st.integers(1, 7))
+    top = draw(st.sampled_from([1, 2, 3, 50, 2**40]))
+    cells = k * n * m
+    cost = np.array(draw(st.lists(st.integers(0, top), min_size=cells, max_size=cells))).reshape(k, n, m)
+    if not draw(st.booleans()):
+        return cost, None
+    allowed = np.array(draw(st.lists(st.booleans(), min_size=cells, max_size=cells))).reshape(k, n, m)
+    size = min(n, m)
+    for b in range(k):
+        rows = draw(st.permutations(range(n)))[:size]
+        cols = draw(st.permutations(range(m)))[:size]
+        allowed[b, rows, cols] = True
+    return cost, allowed
+
+
+@settings(max_examples=400, deadline=None)
+@given(assignment_problems(), st.booleans())
+def test_assignment_is_scipys_pairing_ties_included(problem, maximize):
+    from scipy.optimize import linear_sum_assignment
+
+    cost, allowed = problem
+    rows, cols = matching.assignment(cost, allowed, maximize=maximize)
+    for b in range(len(cost)):
+        c = cost[b] if allowed is None else np.where(allowed[b], cost[b].astype(float),
+                                                     -np.inf if maximize else np.inf)
+        expected = linear_sum_assignment(c, maximize=maximize)
+        assert [rows[b].tolist(), cols[b].tolist()] == [x.tolist() for x in expected]
+    with mock.patch.object(matching, "NUMPY_SOLVER_SIZE", 0):  # SciPy itself: the same
+        assert all(np.array_equal(a, b) for a, b in zip(
+            matching.assignment(cost, allowed, maximize=maximize), (rows, cols), strict=True))
+
+
 # folded weights, the tight graph after one folded solve, the tight graph one criterion at a time
 BOUNDS = st.sampled_from([EXACT_BOUND, 1e4, 0.0])
 

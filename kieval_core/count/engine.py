@@ -45,7 +45,7 @@ from .causes import (
     held_elsewhere,
     substitution_cause_codes,
 )
-from .matching import match_stack
+from .matching import assignment, match_stack
 from .normalize import Normalizer
 
 
@@ -626,8 +626,6 @@ def pair_substitutions(g: Side, p: Side, cell_g: np.ndarray, cell_p: np.ndarray,
     complex_cells = np.flatnonzero((n_fp >= 1) & (n_fn >= 1) & ((n_fp > 1) | (n_fn > 1)))
     if len(complex_cells):
         shapes = pd.DataFrame({"n": n_fp[complex_cells], "m": n_fn[complex_cells]})
-        from scipy.optimize import linear_sum_assignment  # on demand: scipy.optimize is slow to import
-
         normalised = vocab.comparable[vocab.tv_value]
         for (n, m), members in shapes.groupby(["n", "m"], sort=True).indices.items():
             cells = complex_cells[members]
@@ -636,10 +634,8 @@ def pair_substitutions(g: Side, p: Side, cell_g: np.ndarray, cell_p: np.ndarray,
             queries = normalised[p.tv[np.repeat(rows, m, axis=1).ravel()]]
             choices = normalised[g.tv[np.tile(cols, (1, n)).ravel()]]
             cost = cpdist(list(queries), list(choices), scorer=Levenshtein.distance, workers=1)
-            cost = np.asarray(cost).reshape(len(cells), n, m)
-            for k in range(len(cells)):
-                r, c = linear_sum_assignment(cost[k])
-                partner_p[rows[k, r]] = cols[k, c]
+            r, c = assignment(np.asarray(cost).reshape(len(cells), n, m))
+            partner_p[np.take_along_axis(rows, r, axis=1)] = np.take_along_axis(cols, c, axis=1)
     partner_g = np.full(len(g), -1, np.int64)
     partner_g[partner_p[partner_p >= 0]] = np.flatnonzero(partner_p >= 0)
     return partner_g, partner_p

@@ -58,10 +58,113 @@ def lexicographic_weights(n_pred: int, n_gt: int) -> np.ndarray:
     return np.outer(rows, np.array([n_gt - m for m in range(n_gt)], dtype=object))
 
 
-def _solve(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    from scipy.optimize import linear_sum_assignment
+#: Blocks whose larger side has at most this many rows or columns are solved by
+#: :func:`assignment` (numpy, batched over blocks); larger ones by SciPy's
+#: ``linear_sum_assignment`` itself, whose import costs 0.35 s (all of ``scipy.optimize``).
+#: Both give the same pairing, so this bound changes only the time.
+NUMPY_SOLVER_SIZE = 32
+#: A path cost no real one reaches (int64 costs below 2**52 in magnitude).
+_UNREACHED = np.int64(1) << 62
 
-    return linear_sum_assignment(weights, maximize=True)
+
+def assignment(cost: np.ndarray, allowed: np.ndarray | None = None, *, maximize: bool = False
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """``scipy.optimize.linear_sum_assignment`` of each of K blocks ``cost`` (K, N, M) of
+    integers below 2**52 in magnitude, batched: the same pairing of size min(N, M), ties
+    included. It is SciPy's method (shortest augmenting paths, Crouse 2016: rows added in
+    order, columns scanned in SciPy's order, a free column preferred among the nearest;
+    a tall block transposed) run on all blocks at once in exact int64 arithmetic. An edge
+    where ``allowed`` is False is never used (SciPy's infinite cost); a pairing of allowed
+    edges must exist. Returns rows, cols of shape (K, min(N, M)), rows ascending.
+
+    >>> [x.tolist() for x in assignment(np.array([[[4, 1, 3], [2, 0, 5], [3, 2, 2]]]))]
+    [[[0, 1, 2]], [[1, 0, 2]]]
+    """
+    n_blocks, n_rows, n_cols = cost.shape
+    if max(n_rows, n_cols) > NUMPY_SOLVER_SIZE:
+        from scipy.optimize import linear_sum_assignment
+
+        real = cost if allowed is None else np.where(allowed, cost.astype(np.float64),
+                                                     -np.inf if maximize else np.inf)
+        solved = [linear_sum_assignment(c, maximize=maximize) for c in real]
+        return (np.array([r for r, _ in solved], np.int64).reshape(n_blocks, -1),
+                np.array([c for _, c in solved], np.int64).reshape(n_blocks, -1))
+    if not np.issubdtype(cost.dtype, np.integer):
+        msg = f"integer costs expected, not {cost.dtype}"
+        raise TypeError(msg)
+    cost = -cost.astype(np.int64) if maximize else cost.astype(np.int64)
+    transpose = n_cols < n_rows
+    if transpose:
+        cost = cost.transpose(0, 2, 1)
+        allowed = None if allowed is None else allowed.transpose(0, 2, 1)
+        n_rows, n_cols = n_cols, n_rows
+    u = np.zeros((n_blocks, n_rows), np.int64)  # dual potentials
+    v = np.zeros((n_blocks, n_cols), np.int64)
+    path = np.full((n_blocks, n_cols), -1, np.int64)  # the row before each column on its path
+    col4row = np.full((n_blocks, n_rows), -1, np.int64)
+    row4col = np.full((n_blocks, n_cols), -1, np.int64)
+    blocks, positions = np.arange(n_blocks), np.arange(n_cols)
+    for current in range(n_rows):
+        # SciPy's scan order: columns from the last; a visited column swaps with the last unvisited
+        remaining = np.tile(positions[::-1], (n_blocks, 1))
+        n_remaining = np.full(n_blocks, n_cols)
+        rows_seen = np.zeros((n_blocks, n_rows), bool)
+        cols_seen = np.zeros((n_blocks, n_cols), bool)
+        shortest = np.full((n_blocks, n_cols), _UNREACHED)
+        min_val = np.zeros(n_blocks, np.int64)
+        row = np.full(n_blocks, current)
+        sink = np.full(n_blocks, -1)
+        live = blocks
+        while len(live):  # blocks whose path has not yet reached a free column
+            b, i = live[:, None], row[live]
+            rows_seen[live, i] = True
+            order = remaining[live]
+            unvisited = positions[None, :] < n_remaining[live][:, None]
+            reduced = min_val[live][:, None] + cost[b, i[:, None], order] - u[live, i][:, None] - v[b, order]
+            if allowed is not None:
+                reduced = np.where(allowed[b, i[:, None], order], reduced, _UNREACHED)
+            known = shortest[b, order]
+            better = unvisited & (reduced < known)
+            path[b, order] = np.where(better, i[:, None], path[b, order])
+            known = np.where(better, reduced, known)
+            shortest[b, order] = known
+            known = np.where(unvisited, known, _UNREACHED)
+            lowest = known.min(axis=1)
+            if (lowest >= _UNREACHED).any():
+                msg = "no pairing of the allowed edges"
+                raise ValueError(msg)
+            nearest = unvisited & (known == lowest[:, None])
+            free = nearest & (row4col[b, order] == -1)
+            # SciPy keeps the first nearest column in scan order, or the last free one
+            last_free = n_cols - 1 - free[:, ::-1].argmax(axis=1)
+            index = np.where(free.any(axis=1), last_free, nearest.argmax(axis=1))
+            min_val[live] = lowest
+            j = order[np.arange(len(live)), index]
+            owner = row4col[live, j]
+            sink[live] = np.where(owner == -1, j, -1)
+            row[live] = np.where(owner == -1, i, owner)
+            cols_seen[live, j] = True
+            last = n_remaining[live] - 1
+            remaining[live, index], remaining[live, last] = remaining[live, last], j
+            n_remaining[live] = last
+            live = live[owner != -1]
+        u[:, current] += min_val
+        rows_seen[:, current] = False
+        on_path = np.take_along_axis(shortest, np.maximum(col4row, 0), axis=1)
+        u += np.where(rows_seen, min_val[:, None] - on_path, 0)
+        v -= np.where(cols_seen, min_val[:, None] - shortest, 0)
+        j, walking = sink, blocks
+        while len(walking):  # augment along each path back to the current row
+            jw = j[walking]
+            i = path[walking, jw]
+            row4col[walking, jw] = i
+            j[walking] = col4row[walking, i]
+            col4row[walking, i] = jw
+            walking = walking[i != current]
+    if transpose:
+        order = np.argsort(col4row, axis=1)
+        return np.take_along_axis(col4row, order, axis=1), order
+    return np.tile(np.arange(n_rows), (n_blocks, 1)), col4row
 
 
 def match_stack(shared: np.ndarray, substitutable: np.ndarray, exact: np.ndarray,
@@ -122,8 +225,7 @@ def match_stack(shared: np.ndarray, substitutable: np.ndarray, exact: np.ndarray
                 rows[at[start:start + step]] = candidates[0][best]
                 cols[at[start:start + step]] = candidates[1][best]
         else:
-            for i, w in zip(at, weights, strict=True):
-                rows[i], cols[i] = _solve(w)
+            rows[at], cols[at] = assignment(weights.astype(np.int64), maximize=True)
     rest = np.flatnonzero(~folded)
     if len(rest):
         fits = size * primary_total[rest] < bound
@@ -198,9 +300,7 @@ def _tight_lexicographic(levels: list[np.ndarray], n_pred: int, n_gt: int
     mate = np.empty((n_blocks, size), np.int64)  # row -> column of the square problem
     for level in levels:
         weights = _square(level, size)
-        for i in range(n_blocks):
-            solved = np.where(allowed[i], weights[i].astype(np.float64), -np.inf)
-            mate[i] = _solve(solved)[1]
+        mate[:] = assignment(weights, allowed, maximize=True)[1]
         allowed &= tight_edges(weights, allowed, mate)
     mate = lexicographic_smallest(allowed, mate, n_pred, n_gt)
     k = min(n_pred, n_gt)
