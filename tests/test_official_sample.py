@@ -25,6 +25,11 @@ def test_reproduces_published_totals():
     assert round(model.entity.precision, 4) == 0.7578
     assert round(model.entity.recall, 4) == 0.7840
     assert round(model.aligned, 4) == 0.6986
+    # its other two columns: macro_f1 is the mean of the per-field F1 the Errors page and the
+    # report's by_entity_type show (26 fields), accuracy is TP / (TP + FP + FN)
+    per_field = model.by_entity_type
+    assert len(per_field) == 26 and round(per_field["f1"].mean(), 4) == 0.4971  # macro_f1
+    assert round(model.entity.tp / (model.entity.tp + model.entity.fp + model.entity.fn), 4) == 0.6269
     # The official tool reports 0.5613 because it counts 7 all-<empty> predicted rows as
     # groups; empty groups are dropped here (SPEC 6.6).
     assert round(model.group.f1, 4) == 0.5658
