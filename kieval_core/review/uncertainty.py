@@ -58,11 +58,12 @@ class _Below:
     order: these counts equal any other way of adding the same terms.
     """
 
-    def __init__(self, model: ReviewModel, mask: np.ndarray, column: np.ndarray) -> None:
-        order = np.flatnonzero(mask)
-        order = order[np.argsort(column[order], kind="stable")]
-        self.doc = model.doc[order]
-        self.column = column[order]
+    def __init__(self, model: ReviewModel, mask: np.ndarray, order: np.ndarray, column: np.ndarray) -> None:
+        """``order`` sorts the predictions by confidence; ``column`` is the rank of each one's
+        confidence among the distinct ones, in that order."""
+        keep = mask[order]
+        self.doc = model.doc[order[keep]]
+        self.column = column[keep]
         self.n_documents = model.n_documents
 
     def at(self, weights: np.ndarray, at: np.ndarray) -> np.ndarray:
@@ -76,6 +77,29 @@ class _Below:
             running = np.zeros((len(part), len(self.doc) + 1))
             np.cumsum(part[:, self.doc], axis=1, out=running[:, 1:])
             out[start:start + step] = running[:, ends]
+        return out
+
+    def onwards(self, weights: np.ndarray, known: np.ndarray, start: np.ndarray, at: np.ndarray
+                ) -> np.ndarray:
+        """Per resample r, the weighted count below each of its own thresholds ``at[r, k]``
+        (all at least ``start[r]``), given ``known[r]``, its count below ``start[r]``: only the
+        predictions between ``start[r]`` and its last threshold are added up."""
+        first = np.searchsorted(self.column, start, side="left")
+        ends = np.searchsorted(self.column, at, side="left") - first[:, None]
+        out = np.repeat(known[:, None], at.shape[1], axis=1).astype(np.float64)
+        if not len(self.doc):
+            return out
+        length = ends[:, -1]
+        step = max(1, _CELLS // max(int(length.max(initial=0)), 1))
+        for begin in range(0, len(weights), step):
+            rows = np.arange(begin, min(begin + step, len(weights)))
+            offsets = np.arange(int(length[rows].max()))
+            inside = offsets < length[rows, None]
+            entries = np.minimum(first[rows, None] + offsets, len(self.doc) - 1)
+            running = np.zeros((len(rows), len(offsets) + 1))
+            np.cumsum(np.where(inside, weights[rows[:, None], self.doc[entries]], 0.0), axis=1,
+                      out=running[:, 1:])
+            out[rows] += np.take_along_axis(running, ends[rows], axis=1)
         return out
 
     def one_each(self, weights: np.ndarray, at: np.ndarray) -> np.ndarray:
@@ -93,6 +117,16 @@ class _Below:
         return out
 
 
+def _accuracy(tp: np.ndarray, addition: np.ndarray, total_wrong: np.ndarray, gained: np.ndarray,
+              deleted: np.ndarray) -> np.ndarray:
+    """KIEval_Aligned^t per resample (rows) and threshold (columns) from its whole-number
+    counts: TPs and additions before review, wrong predictions, and the wrong predictions
+    below the threshold that review substitutes (``gained``) or deletes."""
+    tp_after = tp[:, None] + gained
+    errors = addition[:, None] + (total_wrong[:, None] - (gained + deleted))
+    return np.where(tp_after + errors > 0, tp_after / np.maximum(tp_after + errors, 1e-300), 1.0)
+
+
 def bootstrap(model: ReviewModel, target: float, resamples: int = 1000, seed: int = 0,
               band_points: int = 1000, chunk: int = 50) -> Bootstrap:
     """Resample documents with replacement; each resample's exact curve gives its own
@@ -101,8 +135,10 @@ def bootstrap(model: ReviewModel, target: float, resamples: int = 1000, seed: in
     Each resample's KIEval_Aligned^t never decreases with t and its automation rate never
     grows (whole-number counts, correctly rounded divisions), so its recommended threshold
     is the first where the accuracy reaches the target, kept when some automation is left
-    there: the accuracy is computed at every threshold from the few wrong predictions, the
-    automation rate only at that one.
+    there. The accuracy comes from the few wrong predictions (running sums of the substituted
+    and of the deleted ones): first at the band's thresholds (and the last), then at the
+    thresholds between the last grid point below the target and the first above it; the
+    automation rate only at the threshold found.
     """
     check_share("target", target)
     check_int("resamples", resamples)
@@ -110,36 +146,53 @@ def bootstrap(model: ReviewModel, target: float, resamples: int = 1000, seed: in
     check_int("band_points", band_points, minimum=1)
     check_int("chunk", chunk, minimum=1)
     taus = thresholds(model.confidence)
-    distinct, column = np.unique(model.confidence, return_inverse=True)
-    at = np.searchsorted(distinct, taus, side="left")  # predictions reviewed at each threshold
-    gain, wrong = _Below(model, model.gain, column), _Below(model, model.wrong, column)
-    count = _Below(model, np.ones(model.n_predictions, bool), column)
+    order = np.argsort(model.confidence, kind="stable")
+    ordered = model.confidence[order]
+    first_of_value = np.concatenate([[True], ordered[1:] != ordered[:-1]])[:len(ordered)]
+    column = np.cumsum(first_of_value) - 1  # rank among the distinct confidences, in confidence order
+    at = np.searchsorted(ordered[first_of_value], taus, side="left")  # distinct values below each threshold
+    # a gain is a wrong prediction (review substitutes it); the others are deleted
+    gain = _Below(model, model.gain, order, column)
+    deleted = _Below(model, model.wrong & ~model.gain, order, column)
+    count = _Below(model, np.ones(model.n_predictions, bool), order, column)
     per_doc = np.bincount(model.doc, minlength=model.n_documents)
     doc_tp, doc_addition = model.doc_tp, model.doc_addition
     shown = np.unique(np.linspace(0, len(taus) - 1, min(band_points, len(taus))).round().astype(int))
+    grid = np.union1d(shown, [len(taus) - 1])  # every resample's accuracy is computed here first
+    band = np.searchsorted(grid, shown)
+    width = max(1, int(np.diff(grid).max(initial=0)))  # thresholds above one grid point up to the next
     rng = np.random.default_rng(seed)
     n = model.n_documents
     chosen_tau, chosen_auto, kept, reached = [], [], [], 0
     for start in range(0, resamples, chunk):
         size = min(chunk, resamples - start)
+        rows = np.arange(size)
         weights = resample_weights(rng, n, size)
-        cum_gain, cum_wrong = gain.at(weights, at), wrong.at(weights, at)
         tp, addition, total = (_weighted(weights, x) for x in (doc_tp, doc_addition, per_doc))
-        total_wrong = cum_wrong[:, -1]
-        tp_after = tp[:, None] + cum_gain
-        errors = addition[:, None] + (total_wrong[:, None] - cum_wrong)
-        aligned = np.where(tp_after + errors > 0, tp_after / np.maximum(tp_after + errors, 1e-300), 1.0)
-        ok = aligned >= target - 1e-12
-        first = np.argmax(ok, axis=1)
+        gained, dropped = gain.at(weights, at[grid]), deleted.at(weights, at[grid])
+        total_wrong = gained[:, -1] + dropped[:, -1]
+        on_grid = _accuracy(tp, addition, total_wrong, gained, dropped)
+        kept.append(on_grid[:, band])
+        # the first threshold reaching the target lies above the grid point before the first
+        # grid point reaching it, up to that one
+        ok = on_grid >= target - 1e-12
+        j = np.argmax(ok, axis=1)
+        before = np.maximum(j - 1, 0)
+        low = np.where(j > 0, at[grid[before]], 0)
+        candidates = np.minimum(np.where(j > 0, grid[before], -1)[:, None] + 1 + np.arange(width),
+                                grid[j][:, None])
+        gained = gain.onwards(weights, np.where(j > 0, gained[rows, before], 0.0), low, at[candidates])
+        dropped = deleted.onwards(weights, np.where(j > 0, dropped[rows, before], 0.0), low, at[candidates])
+        first = candidates[rows, np.argmax(_accuracy(tp, addition, total_wrong, gained, dropped)
+                                           >= target - 1e-12, axis=1)]
         below = count.one_each(weights, at[first])
         auto = np.where(total > 0, 1.0 - below / np.maximum(total, 1e-300), 1.0)
-        hit = ok[np.arange(size), first] & (auto > 0)
+        hit = ok[rows, j] & (auto > 0)
         reached += int(hit.sum())
         chosen_tau.append(taus[first[hit]])
         chosen_auto.append(auto[hit])
-        kept.append(aligned[:, shown])
     values = np.concatenate(kept) if kept else np.zeros((0, len(shown)))
-    band = pd.DataFrame({
+    table = pd.DataFrame({
         "threshold": taus[shown],
         "low": np.quantile(values, 0.025, axis=0) if len(values) else np.nan,
         "high": np.quantile(values, 0.975, axis=0) if len(values) else np.nan,
@@ -152,7 +205,7 @@ def bootstrap(model: ReviewModel, target: float, resamples: int = 1000, seed: in
             return None
         return float(np.quantile(values, 0.025)), float(np.quantile(values, 0.975))
 
-    return Bootstrap(seed, resamples, band, interval(tau_all), interval(auto_all),
+    return Bootstrap(seed, resamples, table, interval(tau_all), interval(auto_all),
                      reached / resamples if resamples else 0.0)
 
 
