@@ -9,9 +9,12 @@ import sys
 import pandas as pd
 import pytest
 from conftest import SAMPLE_DATA
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kieval_core import DecisionOptions, evaluate
-from kieval_core.report.render import build_report, report_json
+from kieval_core.count.causes import CAUSE_COLUMNS, CAUSES_OF_KIND
+from kieval_core.report.render import RawJSON, build_report, nested_causes, report_json
 
 
 @pytest.fixture(scope="module")
@@ -129,3 +132,18 @@ def test_every_input_document_is_scored_or_listed(tmp_path):
     assert any("1 GT document(s) absent" in w and "a" in w for w in model.warnings)
     assert any("2 predicted document(s) not in the ground truth" in w and "x, y" in w
                for w in model.warnings)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 10**12), min_size=len(CAUSE_COLUMNS), max_size=len(CAUSE_COLUMNS)),
+                max_size=20))
+def test_nested_causes_is_the_json_of_each_rows_counts(rows):
+    table = pd.DataFrame(rows, columns=CAUSE_COLUMNS, dtype="int64")
+    table.insert(0, "doc_id", [f"d{i}" for i in range(len(rows))])
+    out = nested_causes(table)
+    assert list(out.columns) == ["doc_id", "causes"]
+    for row, text in zip(rows, out["causes"], strict=True):
+        counts = dict(zip(CAUSE_COLUMNS, row, strict=True))
+        expected = {kind: {cause: counts[f"{kind}_{cause}"] for cause in causes}
+                    for kind, causes in CAUSES_OF_KIND.items()}
+        assert isinstance(text, RawJSON) and text == json.dumps(expected)

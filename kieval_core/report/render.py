@@ -81,16 +81,12 @@ def nested_causes(table: pd.DataFrame) -> pd.DataFrame:
     text (:class:`RawJSON`) so a table of 100,000 documents renders fast."""
     if "substitution_format" not in table:
         return table
-    text = pd.Series("{", index=table.index, dtype=object)
-    for k, (kind, causes) in enumerate(CAUSES_OF_KIND.items()):
-        text = text + (", " if k else "") + f'"{kind}": {{'
-        for c, cause in enumerate(causes):
-            counts = table[f"{kind}_{cause}"].astype(np.int64).astype(str)
-            text = text + (", " if c else "") + f'"{cause}": ' + counts
-        text = text + "}"
-    text = text + "}"
+    template = "{" + ", ".join(f'"{kind}": {{' + ", ".join(f'"{cause}": %d' for cause in causes) + "}"
+                               for kind, causes in CAUSES_OF_KIND.items()) + "}"
+    counts = zip(*(table[f"{kind}_{cause}"].to_numpy(np.int64).tolist()
+                   for kind, causes in CAUSES_OF_KIND.items() for cause in causes), strict=True)
     out = table.drop(columns=CAUSE_COLUMNS)
-    out["causes"] = pd.Series([RawJSON(t) for t in text], index=out.index, dtype=object)
+    out["causes"] = pd.Series([RawJSON(template % row) for row in counts], index=out.index, dtype=object)
     return out
 
 
