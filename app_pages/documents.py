@@ -1,6 +1,9 @@
 """Documents: find the documents with errors, then see one document's group matching.
 
-Deep link: ``?doc=<doc_id>&model=<model>`` opens a document directly.
+Deep link: ``?doc=<doc_id>&model=<model>`` opens a document directly. The part of one
+document (previous / next, its figures, its page, its matching, its values) is a fragment:
+moving to another document reruns that part only, not the frame, the sidebar or the
+document table.
 """
 
 import streamlit as st
@@ -95,135 +98,147 @@ st.dataframe(
 )
 st.caption(f"{number(len(table))} of {number(len(all_docs))} documents. Click a column name to sort.")
 
-doc = st.session_state[session.DOC]
-choices = order if doc in order else [doc, *order]
-previous, following = documents.neighbours(choices, doc)
-with st.container(horizontal=True, vertical_alignment="bottom"):
-    st.button(
-        "Previous",
-        icon=":material/arrow_back:",
-        key="docs_prev",
-        disabled=previous is None,
-        on_click=_show,
-        args=(previous,),
-    )
-    st.session_state["docs_pick"] = doc
-    st.selectbox("Document", choices, key="docs_pick", on_change=_from_picker)
-    st.button(
-        "Next",
-        icon=":material/arrow_forward:",
-        key="docs_next",
-        disabled=following is None,
-        on_click=_show,
-        args=(following,),
-    )
-st.query_params["doc"] = doc
-st.query_params["model"] = name
-st.session_state[session.URL] = {"doc": doc, "model": name}
+# --- one document: a fragment, so that moving to another document (previous / next / the
+# picker), choosing a page, or selecting a box or a row reruns only this part and not the
+# whole page (the frame, the sidebar, the document table)
+@st.fragment
+def _document(order: list[str]) -> None:
+    ws = session.current()
+    name = session.selected_model(ws)
+    model = ws.result.models[name]
+    doc = st.session_state[session.DOC]
+    choices = order if doc in order else [doc, *order]
+    previous, following = documents.neighbours(choices, doc)
+    with st.container(horizontal=True, vertical_alignment="bottom"):
+        st.button(
+            "Previous",
+            icon=":material/arrow_back:",
+            key="docs_prev",
+            disabled=previous is None,
+            on_click=_show,
+            args=(previous,),
+        )
+        st.session_state["docs_pick"] = doc
+        st.selectbox("Document", choices, key="docs_pick", on_change=_from_picker)
+        st.button(
+            "Next",
+            icon=":material/arrow_forward:",
+            key="docs_next",
+            disabled=following is None,
+            on_click=_show,
+            args=(following,),
+        )
+    st.query_params["doc"] = doc
+    st.query_params["model"] = name
+    st.session_state[session.URL] = {"doc": doc, "model": name}
 
-# --- the document ------------------------------------------------------------------------
-figures = model.documents.set_index("doc_id").loc[doc]
-st.subheader(f"Document {md(doc)}")
-if figures["missing"]:
-    st.warning(
-        "This document is missing from the predictions: every ground-truth value counts as an addition.",
-        icon=":material/warning:",
-    )
-with st.container(horizontal=True):  # the cards wrap on narrow screens instead of cutting labels
-    st.metric("Corrections", number(figures["corrections"]), border=True)
-    st.metric("Substitutions", number(figures["substitution"]), border=True)
-    st.metric("Additions", number(figures["addition"]), border=True)
-    st.metric("Deletions", number(figures["deletion"]), border=True)
-    st.metric("KIEval_Aligned", pct(figures["aligned"]), border=True)
-    if model.group is not None:
-        st.metric("KIEval group F1", pct(figures["group_f1"]), border=True)
-    else:
-        st.metric("Flat entity F1", pct(figures["flat_f1"]), border=True)
-
-# --- the document on its page: boxes coloured by status, matched pairs numbered ----------
-boxes, aligned = session.view("view_tables", lambda: document_view_tables(model.detail(), doc), name, doc)
-image_pages = ws.images.n_pages(doc) if ws.images is not None else 0
-if len(boxes) or image_pages:
-    n_pages = document_view.n_pages(boxes, image_pages)
-    page = 1
-    if n_pages > 1:
-        page = st.segmented_control("Page", list(range(1, n_pages + 1)), key=PAGE, default=1) or 1
-    image = ws.images.page(doc, page) if ws.images is not None else None
-    values = document_view.values_table(aligned)
-    chosen = st.session_state.get(VALUES)
-    rows = chosen["selection"]["rows"] if chosen else []
-    selected = rows[0] if rows else None
-    images_digest = ws.sources.images.digest if ws.sources.images is not None else None
-
-    def _from_box():
-        points = st.session_state["docs_view"].selection.points
-        if points and points[0].get("customdata") is not None:
-            row = points[0]["customdata"]
-            st.session_state[VALUES] = {"selection": {"rows": [int(row[0] if isinstance(row, list) else row)],
-                                                      "columns": []}}
-
-    values_table = {
-        "key": VALUES, "on_select": "rerun", "selection_mode": "single-row", "hide_index": True,
-        "column_config": {"confidence": st.column_config.NumberColumn(format="%.3f")}, "placeholder": "",
-    }
-    if len(boxes):
-        frame = document_view.page_frame(boxes, image)
-        if image is None:
-            what = "a layout drawn from the boxes (no page image)"
-        elif ws.sources.sample:
-            what = "a rendering of the receipt's annotation, not a photo"
+    # --- the document ------------------------------------------------------------------------
+    figures = model.documents.set_index("doc_id").loc[doc]
+    st.subheader(f"Document {md(doc)}")
+    if figures["missing"]:
+        st.warning(
+            "This document is missing from the predictions: every ground-truth value counts as an addition.",
+            icon=":material/warning:",
+        )
+    with st.container(horizontal=True):  # the cards wrap on narrow screens instead of cutting labels
+        st.metric("Corrections", number(figures["corrections"]), border=True)
+        st.metric("Substitutions", number(figures["substitution"]), border=True)
+        st.metric("Additions", number(figures["addition"]), border=True)
+        st.metric("Deletions", number(figures["deletion"]), border=True)
+        st.metric("KIEval_Aligned", pct(figures["aligned"]), border=True)
+        if model.group is not None:
+            st.metric("KIEval group F1", pct(figures["group_f1"]), border=True)
         else:
-            what = f"page {page} of {md(ws.sources.images.name)}"
-        st.markdown(
-            f"**On the page** ({what}): ground-truth boxes on the left, predicted boxes on the right; a "
-            "matched pair of lines has the same number on both sides. Hover a box for its value, click it "
-            "to select its row below (and a row to outline its boxes); scroll to zoom, drag to pan."
-        )
-        if image is None and ws.images is not None:
-            st.caption("This document has no page image among the loaded images.")
-        if (beyond := document_view.outside(boxes, frame)):
-            st.warning(
-                f"{beyond} box(es) of this document reach outside the page ({frame.width:,.0f} x "
-                f"{frame.height:,.0f}); they are drawn where the file puts them.",
-                icon=":material/warning:",
+            st.metric("Flat entity F1", pct(figures["flat_f1"]), border=True)
+
+    # --- the document on its page: boxes coloured by status, matched pairs numbered ----------
+    pairs = session.view("pairs", lambda: documents.group_pairs(model.detail(), doc), name, doc)
+    boxes, aligned = session.view("view_tables", lambda: document_view_tables(model.detail(), doc, pairs),
+                                  name, doc)
+    image_pages = ws.images.n_pages(doc) if ws.images is not None else 0
+    if len(boxes) or image_pages:
+        n_pages = document_view.n_pages(boxes, image_pages)
+        page = 1
+        if n_pages > 1:
+            page = st.segmented_control("Page", list(range(1, n_pages + 1)), key=PAGE, default=1) or 1
+        image = ws.images.page(doc, page) if ws.images is not None else None
+        values = document_view.values_table(aligned)
+        chosen = st.session_state.get(VALUES)
+        rows = chosen["selection"]["rows"] if chosen else []
+        selected = rows[0] if rows else None
+        images_digest = ws.sources.images.digest if ws.sources.images is not None else None
+
+        def _from_box():
+            points = st.session_state["docs_view"].selection.points
+            if points and points[0].get("customdata") is not None:
+                row = points[0]["customdata"]
+                row = int(row[0] if isinstance(row, list) else row)
+                st.session_state[VALUES] = {"selection": {"rows": [row], "columns": []}}
+
+        values_table = {
+            "key": VALUES, "on_select": "rerun", "selection_mode": "single-row", "hide_index": True,
+            "column_config": {"confidence": st.column_config.NumberColumn(format="%.3f")}, "placeholder": "",
+        }
+        if len(boxes):
+            frame = document_view.page_frame(boxes, image)
+            if image is None:
+                what = "a layout drawn from the boxes (no page image)"
+            elif ws.sources.sample:
+                what = "a rendering of the receipt's annotation, not a photo"
+            else:
+                what = f"page {page} of {md(ws.sources.images.name)}"
+            st.markdown(
+                f"**On the page** ({what}): ground-truth boxes on the left, predicted boxes on the right; "
+                "a matched pair of lines has the same number on both sides. Hover a box for its value, click "
+                "it to select its row below (and a row to outline its boxes); scroll to zoom, drag to pan."
             )
-        st.plotly_chart(
-            session.view("page_view", lambda: document_view.document_figure(boxes, page, image, selected),
-                         name, doc, page, selected, images_digest),
-            key="docs_view", on_select=_from_box, selection_mode="points",
-            config={"scrollZoom": True, "displaylogo": False,
-                    "modeBarButtonsToRemove": ["select2d", "lasso2d"]},
+            if image is None and ws.images is not None:
+                st.caption("This document has no page image among the loaded images.")
+            if (beyond := document_view.outside(boxes, frame)):
+                st.warning(
+                    f"{beyond} box(es) of this document reach outside the page ({frame.width:,.0f} x "
+                    f"{frame.height:,.0f}); they are drawn where the file puts them.",
+                    icon=":material/warning:",
+                )
+            st.plotly_chart(
+                session.view("page_view", lambda: document_view.document_figure(boxes, page, image, selected),
+                             name, doc, page, selected, images_digest),
+                key="docs_view", on_select=_from_box, selection_mode="points",
+                config={"scrollZoom": True, "displaylogo": False,
+                        "modeBarButtonsToRemove": ["select2d", "lasso2d"]},
+            )
+            st.dataframe(values, height=min(36 + 35 * len(values), 320), **values_table)
+        else:
+            st.markdown("**On the page**: the page image beside the values (the files carry no boxes).")
+            left, right = st.columns(2)
+            left.image(image.jpeg, caption=f"page {page} of {n_pages}", width="stretch")
+            right.dataframe(values, height=600, **values_table)
+
+    if (pairs["status"] != "non-group").any():
+        st.markdown(
+            "**Group matching**: ground-truth lines on the left, predicted lines on the right; a line "
+            "joins each matched pair (S = identical values they share)."
         )
-        st.dataframe(values, height=min(36 + 35 * len(values), 320), **values_table)
+        st.plotly_chart(
+            session.view("matching", lambda: documents.matching_figure(model, doc, pairs), name, doc),
+            key="docs_matching",
+            config={"displayModeBar": False},
+        )
     else:
-        st.markdown("**On the page**: the page image beside the values (the files carry no boxes).")
-        left, right = st.columns(2)
-        left.image(image.jpeg, caption=f"page {page} of {n_pages}", width="stretch")
-        right.dataframe(values, height=600, **values_table)
+        st.caption(
+            "No groups in this document on either side: every value is in the non-group pair, so "
+            "there is no group matching to show."
+        )
 
-pairs = session.view("pairs", lambda: documents.group_pairs(model.detail(), doc), name, doc)
-if (pairs["status"] != "non-group").any():
     st.markdown(
-        "**Group matching**: ground-truth lines on the left, predicted lines on the right; a line "
-        "joins each matched pair (S = identical values they share)."
+        "**Values, pair by pair**: the ground truth beside the prediction; in a substitution the "
+        "characters that differ are marked on both sides."
     )
-    st.plotly_chart(
-        session.view("matching", lambda: documents.matching_figure(model, doc), name, doc),
-        key="docs_matching",
-        config={"displayModeBar": False},
+    st.markdown(
+        "  ".join(f":{STATUS_MARKDOWN_COLORS[s]}-background[{label}]" for s, label in STATUS_LABELS.items())
     )
-else:
-    st.caption(
-        "No groups in this document on either side: every value is in the non-group pair, so "
-        "there is no group matching to show."
-    )
+    rows = session.view("alignment", lambda: documents.alignment_rows(model, doc, aligned), name, doc)
+    st.html(table_html(documents.VALUE_COLUMNS, rows))
 
-st.markdown(
-    "**Values, pair by pair**: the ground truth beside the prediction; in a substitution the "
-    "characters that differ are marked on both sides."
-)
-st.markdown(
-    "  ".join(f":{STATUS_MARKDOWN_COLORS[s]}-background[{label}]" for s, label in STATUS_LABELS.items())
-)
-rows = session.view("alignment", lambda: documents.alignment_rows(model, doc), name, doc)
-st.html(table_html(documents.VALUE_COLUMNS, rows))
+
+_document(order)

@@ -97,7 +97,9 @@ def document_figure(boxes: pd.DataFrame, page: int, image: Page | None, selected
 
     Every point of the click layer carries its row in ``customdata``: a click on a box
     selects the row of the values table. The traces are built as plain dicts and the
-    figure validated once (``make_subplots`` and ``add_trace`` per trace cost ~10x more).
+    figure is not validated when it is built (``make_subplots`` and ``add_trace`` per trace
+    cost ~10x more, validation alone ~2x the rest; the next document waits for it): the
+    tests validate it (``tests/app/test_document_view_pages.py``).
     """
     on_page = boxes[boxes["page"].fillna(1).to_numpy() == page]
     frame = page_frame(boxes, image)
@@ -157,13 +159,16 @@ def document_figure(boxes: pd.DataFrame, page: int, image: Page | None, selected
         xaxis2={**axis, "domain": [0.51, 1], "range": [x0, x1], "matches": "x"},
         yaxis={**axis, "range": [y1, y0], "scaleanchor": "x", "scaleratio": 1},
         yaxis2={**axis, "range": [y1, y0], "scaleanchor": "x2", "scaleratio": 1, "matches": "y"},
-        images=images, shapes=shapes, dragmode="pan", clickmode="event+select", plot_bgcolor="#f4f4f4",
+        dragmode="pan", clickmode="event+select", plot_bgcolor="#f4f4f4",
         legend={"orientation": "h", "y": -0.02, "yanchor": "top", "x": 0}, uirevision=f"page-{page}",
         annotations=[{"text": title, "x": x, "y": 1.0, "xref": "paper", "yref": "paper", "xanchor": "center",
                       "yanchor": "bottom", "showarrow": False, "font": {"size": 14}}
                      for (_, title), x in zip(SIDES, (0.245, 0.755), strict=True)],
     )
-    return go.Figure(data=traces, layout=layout)
+    for name, items in (("images", images), ("shapes", shapes)):  # as validation would: none, not []
+        if items:
+            layout[name] = items
+    return go.Figure(data=traces, layout=layout, _validate=False)
 
 
 def _extent(c: np.ndarray, frame: PageFrame) -> tuple[tuple[float, float], tuple[float, float]]:

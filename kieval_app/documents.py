@@ -136,11 +136,13 @@ def pair_label(group_type: str, gt_group: int, pred_group: int) -> str:
     return f"{group_type} {gt} ↔ {pred}"
 
 
-def alignment_rows(model: ModelResult, doc_id: str) -> list[tuple[list[str], str]]:
+def alignment_rows(model: ModelResult, doc_id: str, table: pd.DataFrame | None = None
+                   ) -> list[tuple[list[str], str]]:
     """The document's aligned entities as HTML table rows (pair, field, GT value,
-    predicted value with differences marked, confidence, status)."""
+    predicted value with differences marked, confidence, status); ``table`` is its
+    :func:`~kieval_core.count.alignment.document_alignment` when already known."""
     rows = []
-    table = document_alignment(model.detail(), doc_id)
+    table = document_alignment(model.detail(), doc_id) if table is None else table
     for row in table.itertuples(index=False):
         if row.status == "substituted":
             gt, pred = diff_html(row.gt_value, row.pred_value)
@@ -153,13 +155,14 @@ def alignment_rows(model: ModelResult, doc_id: str) -> list[tuple[list[str], str
     return rows
 
 
-def matching_figure(model: ModelResult, doc_id: str) -> go.Figure:
+def matching_figure(model: ModelResult, doc_id: str, pairs: pd.DataFrame | None = None) -> go.Figure:
     """GT groups (left) and predicted groups (right), one row per pair; matched pairs are
     linked by a line labelled with S (shared identical entities); unmatched groups stand
     alone. Colours: exact pair, pair with errors, unmatched GT group (to add), unmatched
-    predicted group (to delete)."""
+    predicted group (to delete). ``pairs`` is the document's
+    :func:`~kieval_core.count.alignment.group_pairs` when already known."""
     counted = model.detail()
-    pairs = group_pairs(counted, doc_id)
+    pairs = group_pairs(counted, doc_id) if pairs is None else pairs
     g = counted.gt_entities[counted.gt_entities["doc_id"] == doc_id]
     p = counted.pred_entities[counted.pred_entities["doc_id"] == doc_id]
     g_by = {k: v for k, v in g.groupby(["group_type", "group"], sort=False, observed=True)}
@@ -203,83 +206,41 @@ def matching_figure(model: ModelResult, doc_id: str) -> go.Figure:
             points["color"].append(color)
             points["text"].append(f"{name}: {_summary(entities, 46)}")
             points["hovertext"].append(f"<b>{name}</b> ({row.status})<br>{_hover(entities)}")
-    traces = [
-        go.Scatter(
-            x=xs,
-            y=line_ys,
-            mode="lines",
-            line={"color": color, "width": 3},
-            hoverinfo="skip",
-            showlegend=False,
-        )
+    # plain dicts, not validated when built (a go.Scatter per trace validates each twice;
+    # the next document waits for it): tests/app/test_builders.py validates the figure
+    traces: list[dict] = [
+        {"type": "scatter", "x": xs, "y": line_ys, "mode": "lines", "line": {"color": color, "width": 3},
+         "hoverinfo": "skip", "showlegend": False}
         for color, (xs, line_ys) in links.items()
     ]
-    traces.append(
-        go.Scatter(
-            x=labels["x"],
-            y=labels["y"],
-            mode="text",
-            text=labels["text"],
-            textposition="top center",
-            textfont={"size": 11, "color": labels["color"]},
-            hoverinfo="skip",
-            showlegend=False,
-        )
-    )
+    traces.append({"type": "scatter", "x": labels["x"], "y": labels["y"], "mode": "text",
+                   "text": labels["text"], "textposition": "top center",
+                   "textfont": {"size": 11, "color": labels["color"]}, "hoverinfo": "skip",
+                   "showlegend": False})
     for side, position in (("GT", "middle left"), ("pred", "middle right")):
         points = sides[side]
-        traces.append(
-            go.Scatter(
-                x=points["x"],
-                y=points["y"],
-                mode="markers+text",
-                marker={
-                    "size": 16,
-                    "symbol": "square",
-                    "color": points["color"],
-                    "line": {"width": 1, "color": "#333"},
-                },
-                text=points["text"],
-                textposition=position,
-                textfont={"size": 12},
-                hovertext=points["hovertext"],
-                hoverinfo="text",
-                showlegend=False,
-            )
-        )
+        traces.append({
+            "type": "scatter", "x": points["x"], "y": points["y"], "mode": "markers+text",
+            "marker": {"size": 16, "symbol": "square", "color": points["color"],
+                       "line": {"width": 1, "color": "#333"}},
+            "text": points["text"], "textposition": position, "textfont": {"size": 12},
+            "hovertext": points["hovertext"], "hoverinfo": "text", "showlegend": False,
+        })
     traces += [
-        go.Scatter(
-            x=[None],
-            y=[None],
-            mode="markers",
-            name=status,
-            marker={"size": 12, "symbol": "square", "color": color},
-        )
+        {"type": "scatter", "x": [None], "y": [None], "mode": "markers", "name": status,
+         "marker": {"size": 12, "symbol": "square", "color": color}}
         for status, color in _PAIR_COLORS.items()
     ]
-    fig = go.Figure(data=traces)
-    fig.update_layout(
-        **base_layout(height=110 + 34 * max(n, 1)),
+    layout = base_layout(
+        height=110 + 34 * max(n, 1),
         xaxis={"range": [-1.6, 2.6], "visible": False, "fixedrange": True},
         yaxis={"visible": False, "range": [-0.8, n - 0.2], "fixedrange": True},
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
         annotations=[
-            {
-                "x": 0,
-                "y": n - 0.35,
-                "text": "<b>ground truth</b>",
-                "showarrow": False,
-                "xanchor": "right",
-                "yshift": 12,
-            },
-            {
-                "x": 1,
-                "y": n - 0.35,
-                "text": "<b>prediction</b>",
-                "showarrow": False,
-                "xanchor": "left",
-                "yshift": 12,
-            },
+            {"x": 0, "y": n - 0.35, "text": "<b>ground truth</b>", "showarrow": False, "xanchor": "right",
+             "yshift": 12},
+            {"x": 1, "y": n - 0.35, "text": "<b>prediction</b>", "showarrow": False, "xanchor": "left",
+             "yshift": 12},
         ],
     )
-    return fig
+    return go.Figure(data=traces, layout=layout, _validate=False)

@@ -157,11 +157,12 @@ def document_boxes(counted: Counted, doc_id: str) -> pd.DataFrame:
     return document_view_tables(counted, doc_id)[0]
 
 
-def document_view_tables(counted: Counted, doc_id: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+def document_view_tables(counted: Counted, doc_id: str, pairs: pd.DataFrame | None = None
+                         ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`document_boxes` and :func:`document_alignment` with the ``pair`` number of
     every row, from one alignment of the document (the view draws the first and lists the
-    second beside it)."""
-    pairs = group_pairs(counted, doc_id)
+    second beside it); ``pairs`` is :func:`group_pairs` of the document when known."""
+    pairs = group_pairs(counted, doc_id) if pairs is None else pairs
     table = _alignment(counted, doc_id, pairs)
     numbers = pair_numbers(pairs)
     keys = zip(table["group_type"], table["gt_group"].tolist(), table["pred_group"].tolist(), strict=True)

@@ -10,6 +10,8 @@ import time
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
+import plotly.io as pio
 import pytest
 from builders import without_key
 
@@ -99,6 +101,8 @@ def test_matching_figure_links_matched_pairs(weak):
     assert len(links) == matched + (1 if len(non_group) and non_group["n_pred"].sum() else 0)
     labels = [(y, text) for t in fig.data if t.mode == "text" for y, text in zip(t.y, t.text, strict=True)]
     assert sorted(y for y, text in labels if text.startswith("S=")) == sorted(links)  # one label per link
+    # built without plotly's validation (for speed): validating it changes nothing
+    assert json.loads(pio.to_json(go.Figure(fig.to_dict()))) == json.loads(pio.to_json(fig))
 
 
 def _one_doc(gt: dict, pred: dict):

@@ -7,6 +7,8 @@ from __future__ import annotations
 import io
 import json
 
+import plotly.graph_objects as go
+import plotly.io as pio
 from PIL import Image
 from test_page_images import _pdf, _zip
 from test_pages import open_page, started, unescape, upload
@@ -14,6 +16,7 @@ from test_pages import open_page, started, unescape, upload
 from kieval_app import document_view
 from kieval_core import evaluate
 from kieval_core.count.alignment import document_boxes
+from kieval_core.read.page_images import Page
 
 
 def _png(width=400, height=300, mode="RGB") -> bytes:
@@ -106,3 +109,7 @@ def test_the_view_figure_draws_every_box_once(tmp_path):
                      ("x2", "correct"): 2, ("x2", "substitution (wrong value)"): 1}
     selected = [t for t in figure.data if t.name == "selected"]
     assert len(selected) == 2  # the substituted date outlined on both sides
+    # built without plotly's validation (for speed): validating it changes nothing
+    image = Page(jpeg=b"\xff\xd8 a jpeg", width=400, height=300, shown_width=400, shown_height=300)
+    for fig in (figure, document_view.document_figure(boxes, 1, image, selected=None)):
+        assert json.loads(pio.to_json(go.Figure(fig.to_dict()))) == json.loads(pio.to_json(fig))
