@@ -63,7 +63,9 @@ def capture(page, path: Path, width: int, max_height: int = 3400) -> None:
         from PIL import Image
 
         with Image.open(path) as image:
-            small = image.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT)
+            # octree keeps the charts' small patches of colour exact; median cut merged them
+            # (the Errors legend's vermillion deletions came out as the orange substitutions)
+            small = image.convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE)
         small.save(path, optimize=True)
 
 

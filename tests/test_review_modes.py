@@ -199,6 +199,9 @@ def test_consensus_needs_three_models_and_keeps_own_confidences(rpa_files, tmp_p
                  "--bootstrap", "0", "--confidence-from", "consensus"]) == 0
     err = capsys.readouterr().err
     assert "needs at least 3 models" in err and "2 are loaded" in err
+    assert main(["evaluate", "--gt", str(gt), "--pred", str(bare), "--bootstrap", "0",
+                 "--confidence-from", "consensus"]) == 0
+    assert "needs at least 3 models on one ground truth and 1 is loaded" in capsys.readouterr().err
     assert "bare without confidences keep none" in err
     models = json.loads(out.read_text("utf-8"))["models"]
     assert models["bare"]["automation"]["confidence_source"] == "none"

@@ -132,9 +132,10 @@ def _with_consensus(result: EvaluationResult) -> tuple[dict[str, ModelResult], l
     with_own = [name for name, m in models.items() if m.has_confidence]
     if len(models) < MIN_MODELS:
         who = ", ".join(without) or "no model"
+        loaded = f"{len(models)} {'is' if len(models) == 1 else 'are'} loaded"
         return models, [f"consensus confidence needs at least {MIN_MODELS} models on one ground truth and "
-                        f"{len(models)} are loaded: none was derived, so {who} without confidences "
-                        "keep none (no automation figures)"]
+                        f"{loaded}: none was derived, so {who} without confidences keep none (no automation "
+                        "figures)"]
     detached = [name for name, m in models.items() if m.counted is None]
     if detached:
         msg = (f"consensus confidence needs each model's entities, which a distributed run does not keep "
