@@ -94,16 +94,38 @@ def _dataset_key(source: Source, options: AppOptions, role: str) -> tuple:
     return ("dataset", source.digest, source.name, options.load_options(role), _keep_structures(options))
 
 
-def read_dataset(store: Store, source: Source, options: AppOptions, role: str) -> Dataset:
+Waiting = Callable[[int], None]
+
+
+def read_dataset(store: Store, source: Source, options: AppOptions, role: str,
+                 waiting: Waiting | None = None) -> Dataset:
     """A file read with the options of its role (``"gt"`` or ``"pred"``), once per content
-    and options: the upload check, the scoring and the peer metrics share the copy."""
+    and options: the upload check, the scoring and the peer metrics share the copy.
+    ``waiting(n)`` is called while a large read waits for its turn (:class:`Store`)."""
     name = "ground truth" if role == "gt" else source.stem
 
     def read() -> Dataset:
         return load_bytes(source.data, source.name, options.load_options(role), name=name,
                           keep_structures=_keep_structures(options))
 
-    return store.get(_dataset_key(source, options, role), read, cost=load_estimate(source.data, source.name))
+    return store.get(_dataset_key(source, options, role), read, cost=load_estimate(source.data, source.name),
+                     waiting=waiting)
+
+
+def waiting_text(ahead: int) -> str:
+    """What a session waiting for its turn is told.
+
+    >>> waiting_text(1)
+    'waiting for 1 other upload to finish'
+    """
+    return f"waiting for {ahead} other upload{'' if ahead == 1 else 's'} to finish"
+
+
+def while_waiting(progress: Progress, share: float, text: str) -> Waiting:
+    """The ``waiting`` callback of a read or a scoring shown as ``text`` at ``share`` of a
+    progress bar: how many uploads are ahead while it waits for its turn (each call is
+    also where Streamlit stops a run that was cancelled: it then leaves the queue)."""
+    return lambda ahead: progress(share, f"{text}: {waiting_text(ahead)}")
 
 
 def admit_upload(store: Store, session: str, sources: Sources, source: Source, options: AppOptions) -> None:
@@ -168,7 +190,8 @@ def _peer_key(gt: Source, pred: Source, options: AppOptions) -> tuple:
     return ("peer", *_model_key(gt, pred, options)[1:], options.peer_families, options.peer_options)
 
 
-def score(store: Store, gt: Source, pred: Source, options: AppOptions) -> tuple[ModelResult, KeyCounts]:
+def score(store: Store, gt: Source, pred: Source, options: AppOptions,
+          waiting: Waiting | None = None) -> tuple[ModelResult, KeyCounts]:
     """One prediction file scored with the KIEval family by the core's
     :func:`~kieval_core.report.scoring.evaluate_model` (named after the file's stem), and its keys
     (for the one-sided-key warnings); shared by content.
@@ -184,8 +207,10 @@ def score(store: Store, gt: Source, pred: Source, options: AppOptions) -> tuple[
         model = evaluate_model(gt_set, pred_set, name=pred.stem, normalizer=options.normalizer)
         return model, KeyCounts.of(pred_set)
 
-    # scoring holds about what reading both files took (bench/README.md, "Admission")
-    return store.get(_model_key(gt, pred, options), compute, cost=load_cost(gt.size + pred.size))
+    # scoring holds about what reading both files took (bench/README.md, "Admission"); at
+    # least what reading either takes, so the scoring takes a turn whenever its reads would
+    cost = max(load_cost(gt.size + pred.size), *(load_estimate(s.data, s.name) for s in (gt, pred)))
+    return store.get(_model_key(gt, pred, options), compute, cost=cost, waiting=waiting)
 
 
 def _peer_work(store: Store, gt: Source, pred: Source, options: AppOptions) -> Callable[[Task], dict]:
@@ -235,7 +260,7 @@ def build_workspace(
     held: list[Hashable] = [_dataset_key(gt, options, "gt")]
     try:
         progress(0.0, f"Reading {gt.name}")
-        gt_set = read_dataset(store, gt, options, "gt")
+        gt_set = read_dataset(store, gt, options, "gt", while_waiting(progress, 0.0, f"Reading {gt.name}"))
     except Exception as exc:
         store.hold(session, ())
         return Workspace(sources, options, None, (read_message(gt, exc),), key)
@@ -244,9 +269,10 @@ def build_workspace(
     problems, pending = [], []
     names = sources.model_names()
     for i, (name, pred) in enumerate(zip(names, sources.predictions, strict=True)):
-        progress((i + 0.5) / (len(names) + 0.5), f"Scoring {name} ({i + 1} of {len(names)})")
+        share, text = (i + 0.5) / (len(names) + 0.5), f"Scoring {name} ({i + 1} of {len(names)})"
+        progress(share, text)
         try:
-            model, keys[name] = score(store, gt, pred, options)
+            model, keys[name] = score(store, gt, pred, options, while_waiting(progress, share, text))
         except Exception as exc:
             problems.append(read_message(pred, exc))
             continue

@@ -64,9 +64,11 @@ ARRIVAL, DELETE_RUN = "arrival", "delete_run"
 @st.cache_resource(show_spinner=False)
 def store() -> Store:
     """The one store of this server process (``KIEVAL_IDLE_CACHE_MB`` sizes its idle part,
-    the memory budget of :mod:`kieval_core.limits` its admissions)."""
+    the memory budget of :mod:`kieval_core.limits` its admissions, the heavy loads limit
+    how many large reads and scorings run at once)."""
     idle = int(os.environ.get("KIEVAL_IDLE_CACHE_MB", IDLE_BYTES // 2**20)) * 2**20
-    return Store(idle_bytes=idle, budget=Limits.from_env("app").memory_bytes)
+    limits = Limits.from_env("app")
+    return Store(idle_bytes=idle, budget=limits.memory_bytes, heavy_slots=limits.heavy_loads)
 
 
 @st.cache_resource(show_spinner=False)

@@ -20,6 +20,14 @@ a stale entry. The store is
   once idle entries are dropped, it is not started and :class:`Busy` says why, with the
   figures. In use is the larger of what the store accounts for (entries, reservations,
   the process as it started) and the process's resident memory.
+* **taking turns**: at most ``heavy_slots`` heavy pieces of work (estimated at
+  :data:`~kieval_core.limits.HEAVY_BYTES` or more) run at once; the others wait their
+  turn, first come first served, and their caller is told how many are ahead
+  (``waiting``). Python runs them on one core at a time anyway (the GIL): more in
+  parallel finish no sooner and make every other session's clicks slow. Only a thread's
+  outermost reservation waits (a scoring's nested reads run in its turn), and a value is
+  claimed only once its reservation is made, so a thread that computes never waits for a
+  turn and nobody waits for a value whose computer waits: no deadlock.
 
 Nothing here imports Streamlit: the app creates one store per process and tells it
 which session holds what.
@@ -43,9 +51,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from kieval_core.limits import HEAVY_BYTES
+
 #: Default byte budget of entries no session holds (``KIEVAL_IDLE_CACHE_MB`` overrides).
 IDLE_BYTES = 64 * 2**20
 MIB = 2**20
+#: Seconds between two calls of a waiting caller's ``waiting`` callback.
+WAIT_TICK_S = 0.5
 
 
 def process_rss() -> int:
@@ -118,6 +130,12 @@ class _Entry:
     size: int
 
 
+@dataclasses.dataclass(frozen=True)
+class _Reservation:
+    cost: int  # bytes reserved against the budget
+    turn: bool  # whether it holds one of the heavy turns
+
+
 class Task:
     """Background work for a key: its progress, its result (a future) and its cancellation."""
 
@@ -158,15 +176,27 @@ class Store:
     budget : int or None
         The process's memory budget in bytes (:attr:`kieval_core.limits.Limits.memory_bytes`);
         None admits everything.
+    heavy_slots : int or None
+        How many heavy pieces of work run at once (:attr:`kieval_core.limits.Limits.heavy_loads`);
+        None: no limit.
+    heavy_bytes : int
+        The estimated cost from which work is heavy.
     """
 
-    def __init__(self, idle_bytes: int = IDLE_BYTES, workers: int = 1, budget: int | None = None) -> None:
+    def __init__(self, idle_bytes: int = IDLE_BYTES, workers: int = 1, budget: int | None = None,
+                 heavy_slots: int | None = None, heavy_bytes: int = HEAVY_BYTES) -> None:
         self.idle_bytes = idle_bytes
         self.budget = budget
+        self.heavy_slots = heavy_slots
+        self.heavy_bytes = heavy_bytes
         self._baseline = process_rss()
         self._reserved = 0
         self._own: dict[str, int] = {}
         self._lock = threading.RLock()
+        self._turns = threading.Condition(self._lock)
+        self._heavy_running = 0
+        self._queue: list[object] = []  # tickets of the heavy work waiting, first come first
+        self._depth = threading.local()  # reservations the current thread is inside
         self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
         self._computing: dict[Hashable, threading.Event] = {}
         self._holders: dict[str, set[Hashable]] = {}
@@ -175,32 +205,33 @@ class Store:
 
     # --- values ----------------------------------------------------------------------
 
-    def get(self, key: Hashable, compute: Callable[[], Any], cost: int = 0) -> Any:
+    def get(self, key: Hashable, compute: Callable[[], Any], cost: int = 0,
+            waiting: Callable[[int], None] | None = None) -> Any:
         """The value of ``key``, computed once (other callers wait for the first); the
-        computation reserves ``cost`` bytes first (:meth:`reserve`: :class:`Busy` when
-        they do not fit)."""
+        computation reserves ``cost`` bytes first (:meth:`reserve`: :class:`Busy` when they
+        do not fit; ``waiting(n)`` is told how many are ahead while it waits for its turn)."""
         while True:
             with self._lock:
                 entry = self._entries.get(key)
                 if entry is not None:
                     self._entries.move_to_end(key)
                     return entry.value
-                waiting = self._computing.get(key)
-                if waiting is None:
+                computing = self._computing.get(key)
+            if computing is not None:
+                computing.wait()
+                continue
+            with self.reserve(cost, waiting):
+                with self._lock:  # claimed only now: whoever computes holds its turn already
+                    if key in self._entries or key in self._computing:
+                        continue
                     self._computing[key] = threading.Event()
-                    break
-            waiting.wait()
-        try:
-            with self.reserve(cost):
-                value = compute()
-        except BaseException:
-            with self._lock:
-                self._computing.pop(key).set()
-            raise
-        self.put(key, value)
-        with self._lock:
-            self._computing.pop(key).set()
-        return value
+                try:
+                    value = compute()
+                    self.put(key, value)
+                finally:
+                    with self._lock:
+                        self._computing.pop(key).set()
+                return value
 
     def put(self, key: Hashable, value: Any) -> None:
         size = approximate_size(value)
@@ -224,11 +255,52 @@ class Store:
         return max(accounted, process_rss())
 
     @contextlib.contextmanager
-    def reserve(self, cost: int):
+    def reserve(self, cost: int, waiting: Callable[[int], None] | None = None):
         """Reserve ``cost`` bytes for the work in the ``with`` block, or raise :class:`Busy`
-        (idle entries are dropped and freed memory returned first)."""
-        if cost <= 0 or self.budget is None:
+        (idle entries are dropped and freed memory returned first). Heavy work first waits
+        for its turn (module docstring), calling ``waiting(n)`` every :data:`WAIT_TICK_S`
+        with the number of heavy pieces of work ahead of it; what does not fit the budget is
+        refused at once, without waiting."""
+        reservation = self._acquire(cost, waiting)
+        depth = getattr(self._depth, "n", 0)
+        self._depth.n = depth + 1
+        try:
             yield
+        finally:
+            self._depth.n = depth
+            self._release(reservation)
+
+    def _acquire(self, cost: int, waiting: Callable[[int], None] | None) -> _Reservation:
+        """What :meth:`reserve` holds: the turn (for heavy work outside any other) and the bytes."""
+        turn = getattr(self._depth, "n", 0) == 0 and self.heavy_slots is not None and cost >= self.heavy_bytes
+        self._admit(cost)  # refused now rather than after a wait
+        if turn:
+            self._wait_turn(waiting)
+        try:
+            with self._lock:
+                self._admit(cost)
+                held = cost if cost > 0 and self.budget is not None else 0
+                self._reserved += held
+        except BaseException:
+            if turn:
+                self._end_turn()
+            raise
+        return _Reservation(held, turn)
+
+    def _release(self, reservation: _Reservation) -> None:
+        with self._lock:
+            self._reserved -= reservation.cost
+        if reservation.turn:
+            self._end_turn()
+
+    def _end_turn(self) -> None:
+        with self._turns:
+            self._heavy_running -= 1
+            self._turns.notify_all()
+
+    def _admit(self, cost: int) -> None:
+        """Raise :class:`Busy` when ``cost`` does not fit the budget, idle entries dropped."""
+        if cost <= 0 or self.budget is None:
             return
         with self._lock:
             if self.in_use() + cost > self.budget and self._drop_idle():
@@ -236,12 +308,35 @@ class Store:
             used = self.in_use()
             if used + cost > self.budget:
                 raise Busy(self.busy_message(used))
-            self._reserved += cost
+
+    def _wait_turn(self, waiting: Callable[[int], None] | None) -> None:
+        """Wait until fewer than ``heavy_slots`` heavy pieces of work run and every one that
+        came earlier has started; then this one runs (the caller ends its turn)."""
+        ticket = object()
+        with self._turns:
+            self._queue.append(ticket)
         try:
-            yield
-        finally:
-            with self._lock:
-                self._reserved -= cost
+            while True:
+                with self._turns:
+                    if self._heavy_running < self.heavy_slots and self._queue[0] is ticket:
+                        self._queue.pop(0)
+                        self._heavy_running += 1
+                        self._turns.notify_all()  # the next in the queue may start too
+                        return
+                    ahead = self._heavy_running + self._queue.index(ticket)
+                    if waiting is None:
+                        self._turns.wait()
+                        continue
+                    self._turns.wait(WAIT_TICK_S)
+                    ready = self._heavy_running < self.heavy_slots and self._queue[0] is ticket
+                if not ready:
+                    waiting(ahead)  # outside the lock: it may update a page (or be interrupted)
+        except BaseException:
+            with self._turns:
+                if ticket in self._queue:
+                    self._queue.remove(ticket)
+                    self._turns.notify_all()
+            raise
 
     def busy_message(self, used: int | None = None) -> str:
         used = self.in_use() if used is None else used
@@ -364,5 +459,7 @@ class Store:
             "sessions": len(self._holders),
             "reserved": self._reserved,
             "budget": self.budget,
+            "heavy_running": self._heavy_running,
+            "heavy_waiting": len(self._queue),
             "time": time.time(),
         }

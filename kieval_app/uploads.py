@@ -84,8 +84,11 @@ def on_images_upload() -> None:
 
 
 def cancel_pending() -> None:
-    """The Cancel button beside the progress of uploads: the queue is dropped (a file being
-    read is finished, then the run stops; nothing of the batch is loaded)."""
+    """The Cancel button beside the progress of uploads: the queue is dropped and nothing of
+    the batch is loaded; the session keeps what it had. Streamlit starts the new run at
+    once (fast reruns) and stops the old one at its next Streamlit call: a file waiting for
+    its turn leaves the queue within half a second; a file being read is read to the end
+    in the background (its memory counted until then) and kept in the store."""
     names = [source.name for _, source in st.session_state[PENDING]]
     st.session_state[PENDING] = []
     st.session_state[MESSAGES] = [("warning", f"cancelled: {', '.join(names)} not loaded")]
@@ -103,13 +106,15 @@ def process_pending(options: AppOptions, show, cancel_slot=None) -> None:
         return
     if cancel_slot is not None:
         cancel_slot.button("Cancel", key="cancel_uploads", icon=":material/cancel:", on_click=cancel_pending,
-                           help="Stop reading these files (the one being read finishes first)")
+                           help="Stop reading these files (what was loaded before stays)")
     sources: Sources = st.session_state[SOURCES]
     refused: list[tuple[Source, str]] = list(st.session_state[REFUSED])
     messages = list(st.session_state[MESSAGES])
     shared = store()
     for i, (role, source) in enumerate(pending):
-        show(i / len(pending), f"Reading {source.name} ({file_size(source.size)})")
+        text = f"Reading {source.name} ({file_size(source.size)})"
+        show(i / len(pending), text)
+        waiting = compute.while_waiting(show, i / len(pending), text)
         try:
             if role == "images":
                 sources, notes = _new_images(sources, source, options)
@@ -117,12 +122,12 @@ def process_pending(options: AppOptions, show, cancel_slot=None) -> None:
                 continue
             compute.admit_upload(shared, session_id(), sources, source, options)
             if role == "gt":
-                compute.read_dataset(shared, source, options, "gt")
+                compute.read_dataset(shared, source, options, "gt", waiting)
                 sources, refused, notes = _new_ground_truth(sources, source, refused, options)
                 messages += [("success", f"{source.name}: loaded as the ground truth"), *notes]
                 continue
             if sources.gt is not None:  # scored now (cached): the workspace finds it scored
-                compute.score(shared, sources.gt, source, options)
+                compute.score(shared, sources.gt, source, options, waiting)
             sources = sources.with_predictions((source,))
             refused = [(s, m) for s, m in refused if s.name != source.name]
             messages.append(("success", f"{source.name}: loaded"))

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 # only light modules here: `kieval --help` must not wait for pandas, scipy or pyarrow; each
 # command imports what it needs, and only the chosen command's options are built
 from .exceptions import KievalInputError, KievalOptionError, UndefinedMetricWarning
-from .limits import LIMITS, SPECS, Limits
+from .limits import LIMITS, SPECS, WHOLE, Limits
 from .report.outputs import Interrupted, OutputSet, StagedFile, stop_on_signals
 
 if TYPE_CHECKING:
@@ -179,13 +179,14 @@ def _evaluate_options(ev: argparse.ArgumentParser) -> None:
 
 
 def _limit_options(group: argparse._ArgumentGroup, context: str) -> None:
-    """One option per limit of :mod:`kieval_core.limits` (the session limit only for the
-    dashboard); unset options leave the environment variable or the default."""
+    """One option per limit of :mod:`kieval_core.limits` (the session limit and the heavy
+    loads at once only for the dashboard); unset options leave the environment variable or
+    the default."""
     defaults = Limits.defaults(context)
     for spec in LIMITS:
-        if spec.field == "session_mb" and context == "cli":
+        if spec.field in ("session_mb", "heavy_loads") and context == "cli":
             continue
-        kind = int if spec.field in ("rows", "image_pixels", "pdf_pages") else float
+        kind = int if spec.field in WHOLE else float
         shown = f"{getattr(defaults, spec.field):,g}"
         group.add_argument(spec.option, dest=spec.field, type=kind, default=None,
                            metavar=spec.unit.upper() if spec.unit != "x" else "RATIO",

@@ -36,6 +36,9 @@ BYTES_PER_ENTITY = 250
 #: Below this many bytes a zip member's compression ratio is not checked (a tiny file of
 #: blanks compresses a thousandfold and costs nothing).
 RATIO_FLOOR = MIB
+#: A load or scoring estimated at this many bytes or more is heavy: at most
+#: :attr:`Limits.heavy_loads` of them run at once in the dashboard (one 13 MB JSONL file).
+HEAVY_BYTES = 64 * MIB
 
 
 @dataclass(frozen=True)
@@ -70,8 +73,13 @@ LIMITS = (
               "decoded (a decompression bomb is refused)"),
     LimitSpec("pdf_pages", "KIEVAL_MAX_PDF_PAGES", "--max-pdf-pages", "pages",
               "pages rendered of one PDF page image file (the first ones; the rest are named)"),
+    LimitSpec("heavy_loads", "KIEVAL_MAX_HEAVY_LOADS", "--max-heavy-loads", "loads",
+              "dashboard: reads and scorings of large inputs (estimated at 64 MiB or more) that run at "
+              "once; more wait their turn ('waiting for N other uploads to finish')"),
 )
 SPECS = {spec.field: spec for spec in LIMITS}
+#: The limits that are counts (whole numbers); the others are sizes or a ratio.
+WHOLE = ("rows", "image_pixels", "pdf_pages", "heavy_loads")
 
 
 def machine_memory_mb() -> float:
@@ -109,7 +117,10 @@ class Limits:
     """The limits of one process (see the module docstring and :data:`LIMITS`).
 
     Sizes are in MiB (floats, so a test can set a few KiB); ``rows`` is a count;
-    ``zip_ratio`` the largest uncompressed/compressed ratio of a zip member.
+    ``zip_ratio`` the largest uncompressed/compressed ratio of a zip member;
+    ``heavy_loads`` how many heavy reads and scorings (:data:`HEAVY_BYTES`) a dashboard
+    server runs at once: Python runs them on one core at a time (the GIL), so more in
+    parallel finish no sooner and slow every other session's clicks.
     """
 
     file_mb: float
@@ -120,6 +131,7 @@ class Limits:
     memory_mb: float
     image_pixels: int = 50_000_000
     pdf_pages: int = 50
+    heavy_loads: int = 2
 
     def __post_init__(self) -> None:
         for spec in LIMITS:
@@ -162,8 +174,7 @@ class Limits:
         session_given = environ.get(SPECS["session_mb"].env, "").strip() or overrides.get("session_mb")
         if context == "app" and not session_given:  # a share of the budget in force
             values["session_mb"] = session_default(values["memory_mb"])
-        whole = ("rows", "image_pixels", "pdf_pages")
-        return cls(**{k: (int(v) if k in whole else float(v)) for k, v in values.items()})
+        return cls(**{k: (int(v) if k in WHOLE else float(v)) for k, v in values.items()})
 
     def environ(self) -> dict[str, str]:
         """These limits as environment variables (for a server started with them)."""

@@ -5,16 +5,19 @@ and a closed tab's session is closed by a timer, not by the next visitor."""
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import replace
 
 import pytest
-from test_pages import errors, started, upload, workspace
+from test_pages import errors, started, unescape, upload, workspace
 
 from kieval_app import compute
 from kieval_app.reaper import Reaper
 from kieval_app.sources import AppOptions, Source, Sources
 from kieval_app.store import Busy, Store
-from kieval_core.limits import LimitExceeded
+from kieval_core.exceptions import KievalOptionError
+from kieval_core.limits import LimitExceeded, Limits
 
 MIB = 2**20
 
@@ -132,3 +135,196 @@ def test_an_upload_above_the_session_limit_is_refused_naming_it(monkeypatch):
     assert "gt.jsonl:" in message and "above the limit of 0.50 MiB" in message
     assert "KIEVAL_SESSION_MB" in message
     assert workspace(at).sources.sample
+
+
+# --- heavy work takes turns (at most ``heavy_slots`` at once) ---------------------------------
+
+
+def _run_threads(targets, timeout: float = 20.0) -> None:
+    """Run the callables in threads; fail (instead of hanging) when one does not end."""
+    errors_seen: list[BaseException] = []
+
+    def guarded(target):
+        try:
+            target()
+        except BaseException as exc:  # re-raised in the test's thread
+            errors_seen.append(exc)
+
+    threads = [threading.Thread(target=guarded, args=(t,), daemon=True) for t in targets]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout)
+        assert not thread.is_alive(), "a thread never ended: a deadlock"
+    if errors_seen:
+        raise errors_seen[0]
+
+
+def test_no_more_heavy_work_at_once_than_the_limit():
+    store = Store(heavy_slots=2, heavy_bytes=MIB)
+    lock, running, most = threading.Lock(), [0], [0]
+
+    def work():
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.05)
+        with lock:
+            running[0] -= 1
+        return "done"
+
+    results = []
+    _run_threads([lambda i=i: results.append(store.get(f"load{i}", work, cost=2 * MIB)) for i in range(6)])
+    assert results == ["done"] * 6 and most[0] == 2
+    light = []
+    _run_threads([lambda i=i: light.append(store.get(f"light{i}", work, cost=MIB // 2)) for i in range(6)])
+    assert most[0] > 2  # light work does not take turns
+    assert store.stats()["heavy_running"] == 0 and store.stats()["heavy_waiting"] == 0
+
+
+def test_a_scoring_runs_its_nested_reads_in_its_own_turn():
+    """A scoring (heavy) reads its files through the store (heavy too); with one turn and
+    several sessions scoring the same and different files at once, nothing deadlocks."""
+    store = Store(heavy_slots=1, heavy_bytes=MIB)
+
+    def read(name):
+        time.sleep(0.01)
+        return name
+
+    def scoring(gt, pred):
+        return store.get(("read", gt), lambda: read(gt), cost=2 * MIB) + store.get(
+            ("read", pred), lambda: read(pred), cost=2 * MIB)
+
+    pairs = [("gt", f"p{i % 3}") for i in range(9)] + [("gt2", "p0")] * 3
+    results = []
+    _run_threads([lambda g=g, p=p: results.append(store.get(("score", g, p), lambda g=g, p=p: scoring(g, p),
+                                                             cost=4 * MIB)) for g, p in pairs])
+    assert sorted(results) == sorted(g + p for g, p in pairs)
+    # a light scoring whose read is heavy: the read takes no turn of its own either
+    assert store.get("light", lambda: store.get(("read", "x"), lambda: "x", cost=2 * MIB), cost=1) == "x"
+
+
+def test_a_waiting_session_is_told_how_many_are_ahead_and_then_proceeds():
+    store = Store(heavy_slots=1, heavy_bytes=MIB)
+    first_runs, first_may_end = threading.Event(), threading.Event()
+    told: list[int] = []
+
+    def first():
+        first_runs.set()
+        first_may_end.wait(10)
+        return "first"
+
+    def second():
+        first_runs.wait(10)
+        assert store.get("second", lambda: "second", cost=2 * MIB, waiting=told.append) == "second"
+
+    def release_when_told():
+        while not told:
+            time.sleep(0.01)
+        first_may_end.set()
+
+    _run_threads([lambda: store.get("first", first, cost=2 * MIB), second, release_when_told])
+    assert told and set(told) == {1}  # "waiting for 1 other upload to finish", then it ran
+    assert compute.waiting_text(told[0]) == "waiting for 1 other upload to finish"
+    assert store.peek("second") == "second"
+
+
+def test_work_beyond_the_budget_is_refused_at_once_not_queued():
+    store = Store(heavy_slots=1, heavy_bytes=MIB)
+    store.budget = store.in_use() + 10 * MIB
+    first_runs, first_may_end = threading.Event(), threading.Event()
+    told, refused = [], []
+
+    def first():
+        first_runs.set()
+        first_may_end.wait(10)
+
+    def too_big():
+        first_runs.wait(10)
+        try:
+            store.get("big", lambda: "never", cost=50 * MIB, waiting=told.append)
+        except Busy as exc:
+            refused.append(str(exc))
+        first_may_end.set()
+
+    _run_threads([lambda: store.get("first", first, cost=2 * MIB), too_big])
+    assert not told and refused and refused[0].startswith("the server is busy (")
+    assert store.peek("big") is None and store.stats()["reserved"] == 0
+
+
+def test_a_waiting_caller_that_stops_leaves_the_queue():
+    """A session interrupted while it waits (Streamlit stops its run from the progress
+    update) gives up its place: the next one runs."""
+    store = Store(heavy_slots=1, heavy_bytes=MIB)
+    first_runs, first_may_end = threading.Event(), threading.Event()
+    order = []
+
+    class Stopped(Exception):
+        pass
+
+    def stop(_ahead):
+        raise Stopped
+
+    def first():
+        first_runs.set()
+        first_may_end.wait(10)
+        order.append("first")
+
+    def stopped():
+        first_runs.wait(10)
+        with pytest.raises(Stopped):
+            store.get("stopped", lambda: order.append("stopped"), cost=2 * MIB, waiting=stop)
+        assert store.stats()["heavy_waiting"] == 0
+        first_may_end.set()
+
+    _run_threads([lambda: store.get("first", first, cost=2 * MIB), stopped])
+    assert store.get("third", lambda: order.append("third"), cost=2 * MIB) is None
+    assert order == ["first", "third"] and store.stats()["heavy_running"] == 0
+
+
+def test_the_heavy_loads_limit_is_read_like_the_others():
+    assert Limits.from_env("app", {}).heavy_loads == 2
+    assert Limits.from_env("app", {"KIEVAL_MAX_HEAVY_LOADS": "3"}).heavy_loads == 3
+    assert Limits.from_env("app", {"KIEVAL_MAX_HEAVY_LOADS": "3"}, heavy_loads=1).heavy_loads == 1
+    assert Limits.from_env("app", {}).environ()["KIEVAL_MAX_HEAVY_LOADS"] == "2"
+    with pytest.raises(KievalOptionError):
+        Limits.from_env("app", {"KIEVAL_MAX_HEAVY_LOADS": "0"})
+
+
+def test_an_upload_waits_for_its_turn_on_the_page_then_loads(monkeypatch):
+    """In the app: with the one heavy turn taken by another session's read, an upload's
+    progress says "waiting for 1 other upload to finish", then the file loads."""
+    from kieval_app import session
+
+    at = started()
+    shared = session.store()
+    monkeypatch.setattr(shared, "heavy_slots", 1)
+    monkeypatch.setattr(shared, "heavy_bytes", 1)  # every read is heavy here
+    shown: list[str] = []
+    watched = compute.while_waiting
+
+    def recording(progress, share, text):
+        def show(ahead):
+            shown.append(compute.waiting_text(ahead))
+            watched(progress, share, text)(ahead)
+        return show
+
+    monkeypatch.setattr(compute, "while_waiting", recording)
+    turn_taken, other_may_end = threading.Event(), threading.Event()
+
+    def other_session():
+        with shared.reserve(MIB):
+            turn_taken.set()
+            while not shown:
+                time.sleep(0.05)
+            other_may_end.wait(10)
+
+    other = threading.Thread(target=other_session, daemon=True)
+    other.start()
+    turn_taken.wait(10)
+    threading.Timer(1.5, other_may_end.set).start()
+    at.default_timeout = 30
+    upload(at, "gt", ("gt.jsonl", _ground_truth(50)))
+    other.join(10)
+    assert shown and set(shown) == {"waiting for 1 other upload to finish"}
+    assert any("gt.jsonl: loaded as the ground truth" in unescape(s.value) for s in at.success)

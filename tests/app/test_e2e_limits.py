@@ -193,3 +193,33 @@ def test_a_closed_tab_releases_its_memory_within_a_minute(server, browser, tmp_p
         time.sleep(2)
     after = server.rss()
     assert after <= before + 0.2 * (loaded - before), (before, loaded, after)
+
+
+def test_a_long_upload_can_be_cancelled_keeping_the_session(server, browser, tmp_path):
+    """Issue 22, finding 9 (long work in the page can be cancelled): the Cancel button beside
+    the progress answers at once, while the read of a 60 MB ground truth goes on in the
+    background, and the session keeps what it had; the same file uploaded again then loads
+    (it waits for the read that went on rather than reading it twice)."""
+    gt = _ground_truth(tmp_path / "long_gt.jsonl", 60)
+    context, page = _open(browser, server)
+    before = server.rss()
+    page.locator(GT_BOX).locator("input[type=file]").set_input_files(str(gt))
+    cancel = page.locator('[class*="st-key-cancel_uploads"] button').first
+    cancel.wait_for(state="visible")
+    deadline = time.monotonic() + 60
+    while server.rss() < before + 300 and time.monotonic() < deadline:  # the upload's bytes, then the read
+        time.sleep(0.05)
+    clicked = time.monotonic()
+    cancel.click()
+    page.get_by_text("cancelled: long_gt.jsonl not loaded").wait_for()
+    answered = time.monotonic() - clicked
+    _idle(page)
+    shown = _alerts(page)
+    assert "loaded as the ground truth" not in shown, shown
+    page.get_by_test_id("stTable").first.wait_for()  # the sample's figures, as before
+    again = time.monotonic()
+    page.locator(GT_BOX).locator("input[type=file]").set_input_files(str(gt))
+    page.get_by_text("long_gt.jsonl: loaded as the ground truth").wait_for()
+    rest = time.monotonic() - again
+    context.close()
+    assert answered < rest, (answered, rest)  # the page answered while the read went on
