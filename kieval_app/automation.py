@@ -40,6 +40,11 @@ def operating_points(curve: pd.DataFrame, limit: int = 400, keep: tuple[float, .
     return curve.iloc[sorted(r for r in ranks if r < len(curve))].reset_index(drop=True)
 
 
+#: Room on the right for the rank axis's last tick, centred on the plot's edge: with the
+#: usual 10 px plotly hid it ("> 0.9993", the threshold that reviews everything).
+RANK_MARGIN = {"l": 10, "r": 40, "t": 40, "b": 10}
+
+
 def _rank_axis(shown: pd.DataFrame) -> dict:
     """An x axis over operating-point ranks, ticks labelled with their thresholds."""
     n = len(shown)
@@ -152,7 +157,7 @@ def threshold_figure(
     if rank is not None:
         fig.add_vline(x=rank, line={"color": "#333", "width": 1.5})
     fig.update_layout(
-        **base_layout(height=380),
+        **base_layout(height=380, margin=RANK_MARGIN),
         xaxis=_rank_axis(shown),
         yaxis={"title": "rate", "tickformat": ".0%", "range": [0, 1.03]},
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
@@ -288,7 +293,7 @@ def cost_figure(curve: pd.DataFrame, tau: float | None, minimum: float | None) -
                 annotation_position=f"{height} {side}",
             )
     fig.update_layout(
-        **base_layout(height=320),
+        **base_layout(height=320, margin=RANK_MARGIN),
         xaxis=_rank_axis(shown),
         yaxis={"title": "cost per 1,000 documents", "tickformat": ",", "rangemode": "tozero"},
         showlegend=False,

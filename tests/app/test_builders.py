@@ -205,6 +205,7 @@ def test_threshold_ticks_are_whole_thresholds(strong):
     fig = automation.threshold_figure(strong.curve, 0.5, 0.95)
     ticks = list(fig.layout.xaxis.ticktext)
     assert ticks[0] == "0.0000" and ticks[-1] == "> " + f"{strong.curve['threshold'].max():.4f}"
+    assert fig.layout.margin.r >= 40  # the last tick sits on the plot's edge: plotly hid it in 10 px
     above_one = pd.concat([strong.curve, strong.curve.tail(1).assign(threshold=np.nextafter(1.0, 2.0))])
     assert list(automation.threshold_figure(above_one, 0.5, None).layout.xaxis.ticktext)[-1] == "> 1"
 
