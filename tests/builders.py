@@ -10,6 +10,7 @@ import pandas as pd
 
 from kieval_core.read.dataset import Dataset
 from kieval_core.read.formats.builder import DatasetBuilder  # the same assembly the loaders use
+from kieval_core.read.formats.jsontext import JsonNumber
 
 
 def dataset(docs: dict[str, list[tuple]], name: str = "pred") -> Dataset:
@@ -76,3 +77,15 @@ def write_shards(table: pd.DataFrame, folder: Path, n: int, rng: np.random.Gener
                                                 for c, v in row.items()}) + "\n"
                                     for row in part.to_dict("records")), "utf-8")
     return folder
+
+
+def json_text(value) -> str:
+    """JSON text of ``value``, a :class:`JsonNumber` in it written as the bare number it
+    stands for (``{"tax": 1.50}``: what ``json.dumps`` cannot write)."""
+    if isinstance(value, JsonNumber):
+        return str(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)}: {json_text(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(json_text(v) for v in value) + "]"
+    return json.dumps(value)

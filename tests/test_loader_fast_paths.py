@@ -14,6 +14,7 @@ from unittest import mock
 import numpy as np
 import pandas as pd
 import pytest
+from builders import json_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -126,25 +127,15 @@ JSON_VALUES = st.recursive(
 )
 
 
-def _dump(value) -> str:
-    """JSON text; JsonNumber written as the bare number it stands for."""
-    if isinstance(value, JsonNumber):
-        return str(value)
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{json.dumps(k)}: {_dump(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ", ".join(_dump(v) for v in value) + "]"
-    return json.dumps(value)
-
 
 @pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.dictionaries(st.sampled_from(["menu", "total", "a.b", "split", "fields", "confidence"]),
                                 JSON_VALUES, max_size=4), min_size=1, max_size=4))
 def test_any_json_reads_as_the_stdlib_reads_it(structures):
-    jsonl = "".join(_dump({"doc_id": f"d{i}", **s}) + "\n" for i, s in enumerate(structures))
+    jsonl = "".join(json_text({"doc_id": f"d{i}", **s}) + "\n" for i, s in enumerate(structures))
     assert same(*both(jsonl.encode(), "p.jsonl", meta=("split",)))
-    one_object = _dump({f"d{i}": s for i, s in enumerate(structures)})
+    one_object = json_text({f"d{i}": s for i, s in enumerate(structures)})
     assert same(*both(one_object.encode(), "p.json"))
 
 

@@ -8,31 +8,19 @@ import warnings
 import donut_reference as donut
 import pytest
 from anls_star import anls_score
+from builders import json_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kieval_core import evaluate
+from kieval_core.read.formats.jsontext import JsonNumber  # a bare number in a test file
 
 #: Number texts whose json.load value is written differently (1.50 -> 1.5, 1e3 -> 1000.0).
 NUMBERS = ["1.50", "1.5", "30000", "1e3", "1000.0", "-0.0", "2.0", "10", "0.10", "-7"]
 
 
-class Number(str):
-    """A bare JSON number in a test file."""
-
-
-def dump(value) -> str:
-    if isinstance(value, Number):
-        return str(value)
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{json.dumps(k)}: {dump(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ", ".join(dump(v) for v in value) + "]"
-    return json.dumps(value)
-
-
 def write(path, documents: dict) -> list[str]:
-    lines = [dump({"doc_id": doc_id, "fields": fields}) for doc_id, fields in documents.items()]
+    lines = [json_text({"doc_id": doc_id, "fields": fields}) for doc_id, fields in documents.items()]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return lines
 
@@ -53,7 +41,7 @@ def scores(tmp_path, gt: dict, pred: dict):
 
 
 def test_a_json_number_reaches_the_peer_metrics_as_json_load_reads_it(tmp_path):
-    gt = {"d": {"tax": Number("1.50"), "total": "10"}}
+    gt = {"d": {"tax": JsonNumber("1.50"), "total": "10"}}
     pred = {"d": {"tax": "1.5", "total": "10"}}
     model, ours, anls, nted = scores(tmp_path, gt, pred)
     assert anls["d"] == 1.0 and nted["d"] == 1.0  # the references see 1.5 on both sides
@@ -61,7 +49,8 @@ def test_a_json_number_reaches_the_peer_metrics_as_json_load_reads_it(tmp_path):
     assert model.entity.tp == 1 and model.corrections.substitution == 1  # KIEval: "1.50" != "1.5"
 
 
-scalars = st.one_of(st.sampled_from(NUMBERS).map(Number), st.sampled_from(["1.5", "1.50", "10", "ab", ""]))
+scalars = st.one_of(st.sampled_from(NUMBERS).map(JsonNumber),
+                    st.sampled_from(["1.5", "1.50", "10", "ab", ""]))
 fields = st.dictionaries(
     st.sampled_from(["tax", "total", "menu"]),
     st.one_of(scalars, st.lists(st.dictionaries(st.sampled_from(["nm", "price"]), scalars, min_size=1,
@@ -79,5 +68,5 @@ def test_files_with_json_numbers_agree_with_the_references(tmp_path, pairs):
     _, ours, anls, nted = scores(tmp_path, gt, pred)
     for doc_id in gt:
         assert ours.loc[doc_id, "anls_star"] == pytest.approx(anls[doc_id], abs=1e-9)
-        if donut.normalize_dict(json.loads(dump(gt[doc_id]))):  # Donut divides by zero otherwise
+        if donut.normalize_dict(json.loads(json_text(gt[doc_id]))):  # Donut divides by zero otherwise
             assert ours.loc[doc_id, "nted"] == pytest.approx(nted[doc_id], abs=1e-9)
