@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import http.server
 import json
-import os
 import re
 import threading
 from pathlib import Path
 
 import pytest
+from browser_setup import CHROMIUM, need_chromium, wait_idle
 
 from kieval_app.headless import CHROMIUM_ARGS, free_port, streamlit_server
 from kieval_core.cli import main
@@ -28,7 +28,6 @@ from kieval_core.cli import main
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = Path("/usr/bin/chromium")
 TIMEOUT_MS = 90_000
 
 
@@ -101,14 +100,7 @@ def files(url: str) -> dict[str, bytes]:
 
 
 def _idle(page) -> None:
-    page.wait_for_function(
-        """() => {
-            const app = document.querySelector('[data-testid="stApp"]');
-            return app && app.getAttribute('data-test-script-state') === 'notRunning';
-        }""",
-        timeout=TIMEOUT_MS,
-    )
-    page.wait_for_timeout(700)
+    wait_idle(page, TIMEOUT_MS, settle_ms=700)
 
 
 def _payload(name: str, data: bytes) -> dict:
@@ -204,10 +196,7 @@ def _walk(page, canary: Canary, with_metadata: bool) -> None:
 
 
 def test_hostile_text_reaches_no_server(tmp_path, monkeypatch):
-    if not CHROMIUM.exists():
-        if os.environ.get("CI"):
-            pytest.fail("Debian chromium is not installed at /usr/bin/chromium")
-        pytest.skip("Debian chromium is not installed at /usr/bin/chromium")
+    need_chromium()
     from playwright.sync_api import sync_playwright
 
     monkeypatch.setenv("KIEVAL_RUNS_DIR", str(tmp_path / "runs"))

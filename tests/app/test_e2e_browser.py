@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from browser_setup import CHROMIUM, need_chromium, wait_idle
 
 from kieval_app.headless import CHROMIUM_ARGS, streamlit_server
 from kieval_app.text import pct
@@ -29,7 +29,6 @@ pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "sample_data"
-CHROMIUM = Path("/usr/bin/chromium")
 TIMEOUT_MS = 60_000
 # The drop zones by their widget keys (which end in a counter), never by position: while a
 # run's elements are redrawn, "the first uploader" can resolve to the predictions box and a
@@ -41,24 +40,14 @@ PREDICTIONS_BOX = '[class*="st-key-upload_pred_"]'
 
 @pytest.fixture(scope="module")
 def app_url():
-    if not CHROMIUM.exists():
-        if os.environ.get("CI"):  # .ci/run installs it: a missing browser is a CI failure
-            pytest.fail("Debian chromium is not installed at /usr/bin/chromium")
-        pytest.skip("Debian chromium is not installed at /usr/bin/chromium")
+    need_chromium()
     with streamlit_server(ROOT) as url:
         yield url
 
 
 def _idle(page) -> None:
     """Wait until the script run has finished and the page has drawn."""
-    page.wait_for_function(
-        """() => {
-            const app = document.querySelector('[data-testid="stApp"]');
-            return app && app.getAttribute('data-test-script-state') === 'notRunning';
-        }""",
-        timeout=TIMEOUT_MS,
-    )
-    page.wait_for_timeout(500)
+    wait_idle(page, TIMEOUT_MS)
 
 
 def _metric(page, label: str) -> str:

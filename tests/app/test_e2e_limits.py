@@ -22,13 +22,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from browser_setup import CHROMIUM, need_chromium, wait_idle
 
 from kieval_app.headless import CHROMIUM_ARGS, free_port, server_log, stop, wait_healthy
 
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = Path("/usr/bin/chromium")
 TIMEOUT_MS = 120_000
 GT_BOX = '[class*="st-key-upload_gt_"]'
 MIB = 2**20
@@ -69,10 +69,7 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server():
-    if not CHROMIUM.exists():
-        if os.environ.get("CI"):
-            pytest.fail("Debian chromium is not installed at /usr/bin/chromium")
-        pytest.skip("Debian chromium is not installed at /usr/bin/chromium")
+    need_chromium()
     port = free_port()
     env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", "KIEVAL_MEMORY_BUDGET_MB": "1500"}
     log = server_log()
@@ -101,14 +98,7 @@ def browser():
 
 
 def _idle(page) -> None:
-    page.wait_for_function(
-        """() => {
-            const app = document.querySelector('[data-testid="stApp"]');
-            return app && app.getAttribute('data-test-script-state') === 'notRunning';
-        }""",
-        timeout=TIMEOUT_MS,
-    )
-    page.wait_for_timeout(500)
+    wait_idle(page, TIMEOUT_MS)
 
 
 def _open(browser, server: Server):

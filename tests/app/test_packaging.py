@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_e2e_browser import CHROMIUM, TIMEOUT_MS, _headline, _idle
+from browser_setup import CHROMIUM, need_chromium
+from test_e2e_browser import TIMEOUT_MS, _headline, _idle
 
 from kieval_app.headless import CHROMIUM_ARGS, free_port, server_log, wait_healthy
 from kieval_app.text import pct
@@ -74,8 +75,7 @@ def test_the_wheel_carries_the_dashboard(installed):
 def test_kieval_dashboard_from_the_wheel_shows_the_sample(installed):
     from playwright.sync_api import sync_playwright
 
-    if not CHROMIUM.exists():
-        pytest.skip("Debian chromium is not installed at /usr/bin/chromium")
+    need_chromium()
     port = free_port()
     env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", "HOME": str(installed.parent)}
     log = server_log()
