@@ -9,7 +9,18 @@ import json
 
 import numpy as np
 import pytest
-from test_pages import SAMPLE, expand, frame_with, metric_values, open_page, started, unescape, upload
+from test_pages import (
+    SAMPLE,
+    SROIE_MODELS,
+    expand,
+    frame_with,
+    metric_values,
+    open_page,
+    sroie_uploaded,
+    started,
+    unescape,
+    upload,
+)
 
 from kieval_app.text import number, pct
 from kieval_core import LoadOptions, evaluate, load
@@ -122,11 +133,7 @@ def test_consensus_confidences_from_the_loaded_models():
 @pytest.mark.shared_data
 def test_textract_review_modes_and_missing_confidences(shared_data):
     sroie = shared_data / "sroie"
-    at = started()
-    at.sidebar.text_input(key="opt_meta").input("split").run()
-    upload(at, "gt", ("sroie_test_gt.jsonl", (sroie / "sroie_test_gt.jsonl").read_bytes()))
-    names = ["aws_textract_analyzeexpense", "claude_haiku_4.5", "gpt4o_vision_themurtez"]
-    upload(at, "pred", *[(f"{n}.jsonl", (sroie / "predictions" / f"{n}.jsonl").read_bytes()) for n in names])
+    at, names = sroie_uploaded(sroie), SROIE_MODELS
     at.sidebar.selectbox(key="model").set_value(names[0]).run()
     open_page(at, "automation")
     assert "count as 1.0" in " ".join(i.value for i in at.info)

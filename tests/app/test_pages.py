@@ -68,6 +68,20 @@ def upload(at: AppTest, role: str, *files: tuple[str, bytes]) -> AppTest:
     return at
 
 
+#: Three SROIE models: Textract (real confidences), an LLM, and one with unknown documents.
+SROIE_MODELS = ["aws_textract_analyzeexpense", "claude_haiku_4.5", "gpt4o_vision_themurtez"]
+
+
+def sroie_uploaded(sroie: Path) -> AppTest:
+    """The app with SROIE's ground truth (metadata key ``split`` declared) and
+    :data:`SROIE_MODELS` uploaded."""
+    at = started()
+    at.sidebar.text_input(key="opt_meta").input("split").run()
+    upload(at, "gt", ("sroie_test_gt.jsonl", (sroie / "sroie_test_gt.jsonl").read_bytes()))
+    return upload(at, "pred", *[(f"{n}.jsonl", (sroie / "predictions" / f"{n}.jsonl").read_bytes())
+                                for n in SROIE_MODELS])
+
+
 def _empty_predictions_box_event():
     import streamlit as st
 
@@ -479,11 +493,7 @@ def test_guide_shows_the_registry_and_the_live_fig2_example():
 @pytest.mark.shared_data
 def test_sroie_with_metadata_and_real_confidences(shared_data):
     sroie = shared_data / "sroie"
-    at = started()
-    at.sidebar.text_input(key="opt_meta").input("split").run()
-    upload(at, "gt", ("sroie_test_gt.jsonl", (sroie / "sroie_test_gt.jsonl").read_bytes()))
-    names = ["aws_textract_analyzeexpense", "claude_haiku_4.5", "gpt4o_vision_themurtez"]
-    upload(at, "pred", *[(f"{n}.jsonl", (sroie / "predictions" / f"{n}.jsonl").read_bytes()) for n in names])
+    at, names = sroie_uploaded(sroie), SROIE_MODELS
     ws = workspace(at)
     assert ws.model_names == names and not at.error and not ws.one_sided
     options = LoadOptions(meta=("split",))
