@@ -67,6 +67,7 @@ from app_facts import (  # noqa: E402
     APP_UPLOAD_GT,
     APP_UPLOAD_PREDICTIONS,
 )
+from streamlit_harness import log  # noqa: E402
 
 # ==========================================================================================
 # CONFIGURATION: every page title, heading, widget key and text this script relies on.
@@ -151,10 +152,6 @@ class Results:
                 rows.setdefault(row, {})["note"] = text
             out[column] = rows
         return out
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 # --- one session -----------------------------------------------------------------------------

@@ -63,6 +63,7 @@ from app_facts import (  # noqa: E402
     APP_UPLOAD_GT,
     APP_UPLOAD_PREDICTIONS,
 )
+from streamlit_harness import log  # noqa: E402
 
 # ==========================================================================================
 # CONFIGURATION: every page title, heading, widget key and text this script relies on.
@@ -79,10 +80,6 @@ UPLOAD_SESSIONS = 8
 TIMEOUT_MS = 180_000
 RSS_SAMPLE_S = 0.5
 MIB = 1024 * 1024
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 class Monitor:
