@@ -6,17 +6,12 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ie_eval_reference import ie_eval_scores, tagged_words
 
 from kieval_core.count.peer.oi import Detection, oi_metrics
 
 logging.disable(logging.INFO)  # ie-eval configures INFO logging on import
-from ie_eval.scorer import (  # noqa: E402
-    BagOfWords,
-    MicroAverageErrorRate,
-    MicroAverageFScore,
-    OiEcerEwer,
-    OiNerval,
-)
+from ie_eval.scorer import BagOfWords, MicroAverageErrorRate, OiEcerEwer, OiNerval  # noqa: E402
 
 
 def test_hand_worked_document():
@@ -108,36 +103,20 @@ entities = st.lists(st.tuples(st.sampled_from(["P", "L", "D"]), texts), max_size
 corpora = st.lists(st.tuples(entities, entities), min_size=1, max_size=4)
 
 
-def tagged_words(doc):
-    return [(category, word) for category, text in doc for word in text.split()]
-
-
 @settings(max_examples=150, deadline=None)
 @given(corpora, st.sampled_from([0, 10, 25, 30, 50, 100]))
 def test_agrees_with_ie_eval(corpus, percent):
     result = oi_metrics(corpus, cer_threshold=percent / 100)
-    ecer, ewer = MicroAverageErrorRate(), MicroAverageErrorRate()
-    nerval, botw, boe = MicroAverageFScore(), MicroAverageFScore(), MicroAverageFScore()
-    botw_err, boe_err = MicroAverageErrorRate(), MicroAverageErrorRate()
-    for gt, pred in corpus:
-        ecer.update("total", OiEcerEwer(gt, pred, compute_ecer=True))
-        ewer.update("total", OiEcerEwer(gt, pred, compute_ecer=False))
-        nerval.update("total", OiNerval(gt, pred, nerval_threshold=float(percent)))
-        words = BagOfWords(tagged_words(gt), tagged_words(pred))
-        botw.update("total", words)
-        botw_err.update("total", words)
-        boe.update("total", BagOfWords(gt, pred))
-        boe_err.update("total", BagOfWords(gt, pred))
-
-    assert result.oiecer.errors == pytest.approx(ecer.error_count["total"], abs=1e-9)
-    assert result.oiewer.errors == pytest.approx(ewer.error_count["total"], abs=1e-9)
-    if ecer.label_word_count["total"]:
+    ref = ie_eval_scores(corpus, percent)
+    assert result.oiecer.errors == pytest.approx(ref.ecer.error_count["total"], abs=1e-9)
+    assert result.oiewer.errors == pytest.approx(ref.ewer.error_count["total"], abs=1e-9)
+    if ref.ecer.label_word_count["total"]:
         capped = min(100 * result.oiecer.rate, 100)
-        assert capped == pytest.approx(ecer.error_rate["total"], abs=1e-9)
+        assert capped == pytest.approx(ref.ecer.error_rate["total"], abs=1e-9)
     for ours, theirs, errors in [
-        (result.oinerval, nerval, None),
-        (result.bag_of_tagged_words, botw, botw_err),
-        (result.bag_of_entities, boe, boe_err),
+        (result.oinerval, ref.nerval, None),
+        (result.bag_of_tagged_words, ref.botw, ref.botw_errors),
+        (result.bag_of_entities, ref.boe, ref.boe_errors),
     ]:
         assert (ours.tp, ours.fp, ours.fn) == (
             theirs.true_positives["total"],
