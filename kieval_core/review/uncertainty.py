@@ -68,16 +68,20 @@ class _Below:
 
     def at(self, weights: np.ndarray, at: np.ndarray) -> np.ndarray:
         """Per resample (row of ``weights``), the weighted count below each threshold
-        (``at``: how many distinct confidences lie below it); one column per threshold."""
+        (``at``, ascending: how many distinct confidences lie below it); one column per
+        threshold. The predictions between two thresholds are summed, then those sums."""
         ends = np.searchsorted(self.column, at, side="left")
-        out = np.empty((len(weights), len(at)))
-        step = max(1, _CELLS // max(len(self.doc), 1))
+        starts = np.concatenate([[0], ends[:-1]])
+        filled = np.flatnonzero(ends > starts)
+        out = np.zeros((len(weights), len(at)))
+        if not len(filled):
+            return out
+        last = int(ends[-1])
+        step = max(1, _CELLS // max(last, 1))
         for start in range(0, len(weights), step):
-            part = weights[start:start + step]
-            running = np.zeros((len(part), len(self.doc) + 1))
-            np.cumsum(part[:, self.doc], axis=1, out=running[:, 1:])
-            out[start:start + step] = running[:, ends]
-        return out
+            part = weights[start:start + step, self.doc[:last]]
+            out[start:start + step, filled] = np.add.reduceat(part, starts[filled], axis=1)
+        return np.cumsum(out, axis=1)
 
     def onwards(self, weights: np.ndarray, known: np.ndarray, start: np.ndarray, at: np.ndarray
                 ) -> np.ndarray:
