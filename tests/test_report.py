@@ -14,7 +14,14 @@ from hypothesis import strategies as st
 
 from kieval_core import DecisionOptions, evaluate
 from kieval_core.count.causes import CAUSE_COLUMNS, CAUSES_OF_KIND
-from kieval_core.report.render import RawJSON, build_report, nested_causes, report_json
+from kieval_core.report.render import (
+    RawJSON,
+    _records,
+    build_report,
+    nested_causes,
+    records_json,
+    report_json,
+)
 
 
 @pytest.fixture(scope="module")
@@ -147,3 +154,17 @@ def test_nested_causes_is_the_json_of_each_rows_counts(rows):
         expected = {kind: {cause: counts[f"{kind}_{cause}"] for cause in causes}
                     for kind, causes in CAUSES_OF_KIND.items()}
         assert isinstance(text, RawJSON) and text == json.dumps(expected)
+
+
+_FLOATS = st.one_of(st.floats(allow_nan=True, allow_infinity=True),
+                    st.sampled_from([0.0, -0.0, 1.0, 0.5, 1e-05, 1e16]))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(_FLOATS, st.integers(-(2**63), 2**63 - 1), st.booleans(), st.text(max_size=5)),
+                min_size=1, max_size=25))
+def test_records_json_writes_each_row_as_json_dumps(rows):
+    frame = pd.DataFrame(rows, columns=["score", "count", "flag", "name"]).astype(
+        {"score": "float64", "count": "int64", "flag": "bool", "name": object})
+    expected = ",\n".join(json.dumps(record, ensure_ascii=False) for record in _records(frame))
+    assert records_json(frame) == "[\n" + expected + "\n]"

@@ -51,7 +51,16 @@ def _records(frame: pd.DataFrame) -> list[dict]:
 
 
 def _json_column(column: pd.Series) -> list[str]:
-    """JSON text of every value of a column, as ``json.dumps`` would write it."""
+    """JSON text of every value of a column, as ``json.dumps`` would write it. Numbers of
+    a numpy column are written once per distinct value (a table of figures repeats many)."""
+    if column.dtype == np.float64:  # distinct bit patterns: 0.0 and -0.0 are written apart
+        distinct, inverse = np.unique(column.to_numpy().view(np.int64), return_inverse=True)
+        texts = [repr(v) if v == v and abs(v) != math.inf else "null"
+                 for v in distinct.view(np.float64).tolist()]
+        return np.asarray(texts, dtype=object)[inverse.ravel()].tolist()
+    if column.dtype == np.int64:
+        distinct, inverse = np.unique(column.to_numpy(), return_inverse=True)
+        return np.asarray([str(v) for v in distinct.tolist()], dtype=object)[inverse.ravel()].tolist()
     values = column.tolist()
     if values and isinstance(values[0], RawJSON):
         return values
