@@ -7,15 +7,16 @@ so that a busy moment of the shared machine touches every command alike:
 * **parse**: ``json.loads`` of every line of both files, in a fresh interpreter;
 * **after**: ``kieval evaluate --gt GT --pred PRED --json OUT`` (default options) from
   this checkout;
-* **before** (with ``--before DIR``): the same command from another checkout (put first
-  on ``PYTHONPATH``), whose report must be byte-identical to this one's.
+* **before** (``--before LABEL=DIR``, repeatable): the same command from another checkout
+  (put first on ``PYTHONPATH``); the table says whether its report is byte-identical to
+  this one's.
 
 Each command's CPU seconds (user + system of the child) and wall seconds; the table gives
 medians and ratios to the parse of the same run. CPU is what a busy machine disturbs
 least. ``--stages`` then runs this checkout's evaluation once in this process and prints
 the CPU seconds of each stage (reading, scoring, each part of the report). Usage::
 
-    python bench/bench_nested_json.py [--docs 20000] [--runs 3] [--before DIR] [--stages]
+    python bench/bench_nested_json.py [--docs 20000] [--runs 3] [--before LABEL=DIR ...] [--stages]
 """
 
 from __future__ import annotations
@@ -73,31 +74,33 @@ def child(command: list[str], source: Path | None = None) -> tuple[float, float]
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def end_to_end(gt: Path, pred: Path, out: Path, runs: int, before: Path | None) -> None:
+def end_to_end(gt: Path, pred: Path, out: Path, runs: int, before: list[tuple[str, Path]]) -> None:
     def evaluate(report: Path) -> list[str]:
         return [sys.executable, "-m", "kieval_core.cli", "evaluate", "--gt", str(gt), "--pred", str(pred),
                 "--json", str(report)]
 
+    parse = "bare `json.loads` of every line of both files"
     commands: dict[str, tuple[list[str], Path | None]] = {
-        "bare `json.loads` of every line of both files": ([sys.executable, "-c", PARSE, str(gt), str(pred)],
-                                                          None)}
-    if before is not None:
-        commands["before"] = (evaluate(out / "report_before.json"), before.resolve())
-    commands["after"] = (evaluate(out / "report_after.json"), None)
+        parse: ([sys.executable, "-c", PARSE, str(gt), str(pred)], None)}
+    for k, (label, source) in enumerate(before):
+        commands[label] = (evaluate(out / f"report_before_{k}.json"), source.resolve())
+    commands["after (this checkout)"] = (evaluate(out / "report_after.json"), None)
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
     for _ in range(runs):
         for name, (command, source) in commands.items():
             times[name].append(child(command, source))
     medians = {name: tuple(statistics.median(x) for x in zip(*values, strict=True))
                for name, values in times.items()}
-    wall_0, cpu_0 = next(iter(medians.values()))
-    print(f"\n| {gt.stem} + {pred.stem}, median of {runs} | wall | CPU | / parse (wall) | / parse (CPU) |")
-    print("|---|---:|---:|---:|---:|")
-    for name, (wall, cpu) in medians.items():
-        print(f"| {name} | {wall:.2f} s | {cpu:.2f} s | {wall / wall_0:.1f}x | {cpu / cpu_0:.2f}x |")
-    if before is not None:
-        same = filecmp.cmp(out / "report_before.json", out / "report_after.json", shallow=False)
-        print(f"\nreports before and after byte-identical: {'yes' if same else 'NO'}")
+    wall_0, cpu_0 = medians[parse]
+    print(f"\n| {gt.stem} + {pred.stem}, median of {runs} | wall | CPU | / parse (wall) | / parse (CPU) "
+          "| report identical to after |")
+    print("|---|---:|---:|---:|---:|---|")
+    for k, (name, (wall, cpu)) in enumerate(medians.items()):
+        same = ""
+        if 0 < k <= len(before):
+            same = "yes" if filecmp.cmp(out / f"report_before_{k - 1}.json", out / "report_after.json",
+                                        shallow=False) else "no"
+        print(f"| {name} | {wall:.2f} s | {cpu:.2f} s | {wall / wall_0:.1f}x | {cpu / cpu_0:.2f}x | {same} |")
 
 
 #: Functions timed by ``--stages`` (module, name), in the order of the pipeline; a stage
@@ -153,7 +156,8 @@ def stages(gt: Path, pred: Path, out: Path) -> None:
     sys.argv = ["kieval", "evaluate", "--gt", str(gt), "--pred", str(pred), "--json",
                 str(out / "stages.json")]
     begin = time.process_time()
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+    quiet = contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO())
+    with quiet[0], quiet[1], contextlib.suppress(SystemExit):
         modules["kieval_core.cli"].main()
     spent["the whole run after the imports"] = time.process_time() - begin
     print("\n| stage (CPU seconds, one run in this process) | seconds |\n|---|---:|")
@@ -165,13 +169,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=20000)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--before", type=Path, help="checkout of the code before a change")
+    parser.add_argument("--before", action="append", default=[], metavar="LABEL=DIR",
+                        help="a checkout of the code before a change (repeatable)")
     parser.add_argument("--stages", action="store_true", help="CPU seconds per stage, in this process")
     parser.add_argument("--out", type=Path, default=HERE / "out" / "nested_json")
     args = parser.parse_args()
     gt, pred = write_files(args.docs, args.out)
     if args.runs:
-        end_to_end(gt, pred, args.out, args.runs, args.before)
+        before = [(label, Path(path)) for label, _, path in (b.partition("=") for b in args.before)]
+        end_to_end(gt, pred, args.out, args.runs, before)
     if args.stages:
         stages(gt, pred, args.out)
 
