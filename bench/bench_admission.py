@@ -32,37 +32,18 @@ import json
 import sys
 import tempfile
 import time
-import zipfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
 import streamlit_harness as harness  # noqa: E402
 from app_facts import APP_PAGES, APP_SCRIPT, APP_UPLOAD_GT  # noqa: E402
 from bench_load import Monitor, log, open_session, switch_pages  # noqa: E402
+from builders import replicated_jsonl, zip_bomb  # noqa: E402
 
-MIB = 2**20
 TIMEOUT_MS = 300_000
 SAMPLE_GT = HERE.parent / "sample_data" / "cord_v2_gt.jsonl"
 OUTCOMES = {"loaded": "loaded as the ground truth", "busy": "the server is busy", "limit": "above the limit"}
-
-
-def write_ground_truth(path: Path, megabytes: int, prefix: str) -> Path:
-    records = [json.loads(line) for line in SAMPLE_GT.read_text("utf-8").splitlines()]
-    with path.open("w", encoding="utf-8") as out:
-        copy = 0
-        while out.tell() < megabytes * 1_000_000:
-            for record in records:
-                out.write(json.dumps({**record, "doc_id": f"{prefix}{copy}_{record['doc_id']}"}) + "\n")
-            copy += 1
-    return path
-
-
-def write_bomb(path: Path) -> Path:
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive, archive.open("d0.json", "w") as member:
-        for _ in range(1000):
-            member.write(b" " * MIB)
-    return path
 
 
 async def upload_one(browser, url: str, path: Path) -> dict:
@@ -102,9 +83,9 @@ async def run(args) -> dict:
                     "app_commit": harness.git_commit(HERE.parent), "sessions": args.sessions}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        bomb = write_bomb(folder / "bomb.zip")
-        files = [write_ground_truth(folder / f"gt_{i}.jsonl", args.gt_mb, f"s{i}_") if i % 2 == 0 else bomb
-                 for i in range(args.sessions)]
+        bomb = zip_bomb(folder / "bomb.zip")
+        files = [replicated_jsonl(SAMPLE_GT, folder / f"gt_{i}.jsonl", args.gt_mb, f"s{i}_")
+                 if i % 2 == 0 else bomb for i in range(args.sessions)]
         env = {"KIEVAL_MEMORY_BUDGET_MB": str(args.budget_mb)}
         with harness.streamlit_server(HERE.parent / APP_SCRIPT, HERE.parent, env=env) as server:
             async with async_playwright() as playwright:

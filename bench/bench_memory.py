@@ -13,12 +13,14 @@ held before the call (imports and the bytes), as a multiple of the file size. Us
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parent), str(HERE.parent / "tests")]
+from builders import replicated_jsonl  # noqa: E402
+
 SAMPLE = HERE.parent / "sample_data" / "sim_strong.jsonl"
 
 CASE = """
@@ -40,19 +42,7 @@ print(before, peak, seconds, len(ds.entities))
 """
 
 
-def write_jsonl(path: Path, target_mb: int) -> None:
-    lines = [json.loads(line) for line in SAMPLE.read_text("utf-8").splitlines()]
-    with path.open("w", encoding="utf-8") as out:
-        copy = 0
-        while out.tell() < target_mb * 1_000_000:
-            for record in lines:
-                renamed = {"doc_id": f"{copy}_{record['doc_id']}", "prediction": record["prediction"]}
-                out.write(json.dumps(renamed) + "\n")
-            copy += 1
-
-
 def write_csv(jsonl: Path, path: Path) -> None:
-    sys.path.insert(0, str(HERE.parent))
     from kieval_core import load
 
     entities = load(jsonl).entities
@@ -80,7 +70,7 @@ def main() -> None:
     print(f"{'file':22} {'MiB':>6} {'entities':>10} {'load s':>7} {'peak above held':>16} {'x file':>7}")
     for size in (int(s) for s in args.sizes.split(",")):
         jsonl = args.out / f"pred_{size}mb.jsonl"
-        write_jsonl(jsonl, size)
+        replicated_jsonl(SAMPLE, jsonl, size)
         csv = args.out / f"pred_{size}mb.csv"
         write_csv(jsonl, csv)
         for path in (jsonl, csv):

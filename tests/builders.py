@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -89,3 +90,25 @@ def json_text(value) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(json_text(v) for v in value) + "]"
     return json.dumps(value)
+
+
+def replicated_jsonl(source: Path, path: Path, megabytes: float, prefix: str = "") -> Path:
+    """The records of the JSONL file ``source`` written again and again into ``path`` until
+    it holds ``megabytes`` MB (10^6 bytes), copy ``k``'s document ids prefixed
+    ``{prefix}{k}_`` (a large upload for the limit, memory and admission checks)."""
+    records = [json.loads(line) for line in source.read_text("utf-8").splitlines()]
+    with path.open("w", encoding="utf-8") as out:
+        copy = 0
+        while out.tell() < megabytes * 1_000_000:
+            for record in records:
+                out.write(json.dumps({**record, "doc_id": f"{prefix}{copy}_{record['doc_id']}"}) + "\n")
+            copy += 1
+    return path
+
+
+def zip_bomb(path: Path) -> Path:
+    """A zip of about 1 MB holding one JSON member of 1,000 MiB of blanks."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive, archive.open("d0.json", "w") as member:
+        for _ in range(1000):
+            member.write(b" " * 2**20)
+    return path

@@ -10,19 +10,18 @@ resident memory is sampled from ``/proc`` while the browser works.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import subprocess
 import sys
 import threading
 import time
-import zipfile
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from browser_setup import CHROMIUM, need_chromium, wait_idle
+from builders import replicated_jsonl, zip_bomb
 
 from kieval_app.headless import CHROMIUM_ARGS, free_port, server_log, stop, wait_healthy
 
@@ -31,7 +30,6 @@ pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_MS = 120_000
 GT_BOX = '[class*="st-key-upload_gt_"]'
-MIB = 2**20
 
 
 def _rss_mib(pid: int) -> float:
@@ -121,21 +119,24 @@ def _alerts(page) -> str:
     return " | ".join(a.inner_text() for a in page.get_by_test_id("stAlert").all())
 
 
-def test_a_zip_bomb_upload_is_refused_without_the_memory(server, browser, tmp_path):
-    """Finding 1: a 1 MB zip of one 1000 MiB member; the server's RSS went 304 -> 6,237 MiB."""
-    bomb = tmp_path / "bomb.zip"
-    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive, archive.open("d0.json", "w") as member:
-        for _ in range(1000):
-            member.write(b" " * MIB)
+def _upload_measured(browser, server: Server, path: Path) -> tuple[str, float]:
+    """Upload ``path`` as the ground truth in a fresh tab: the alerts it shows, and how far
+    the server's resident memory rose above where it was (MiB) while it was taken in."""
     context, page = _open(browser, server)
     with server.peak() as rss:
         start = rss["peak"]
-        _upload_gt(page, bomb)
+        _upload_gt(page, path)
     shown = _alerts(page)
     context.close()
+    return shown, rss["peak"] - start
+
+
+def test_a_zip_bomb_upload_is_refused_without_the_memory(server, browser, tmp_path):
+    """Finding 1: a 1 MB zip of one 1000 MiB member; the server's RSS went 304 -> 6,237 MiB."""
+    shown, growth = _upload_measured(browser, server, zip_bomb(tmp_path / "bomb.zip"))
     assert "bomb.zip: 1,000 MiB uncompressed is above the limit of 512 MiB" in shown, shown
     assert "KIEVAL_MAX_UNCOMPRESSED_MB" in shown
-    assert rss["peak"] - start < 100, rss  # the upload's own bytes, not its inflation
+    assert growth < 100  # the upload's own bytes, not its inflation
 
 
 def test_a_small_parquet_of_20m_rows_is_refused_from_its_footer(server, browser, tmp_path):
@@ -144,26 +145,13 @@ def test_a_small_parquet_of_20m_rows_is_refused_from_its_footer(server, browser,
     column = pa.DictionaryArray.from_arrays(pa.array([0] * 20_000_000, pa.int32()), pa.array(["x"]))
     pq.write_table(pa.table({"doc_id": column, "entity": column, "value": column}), path)
     del column
-    context, page = _open(browser, server)
-    with server.peak() as rss:
-        start = rss["peak"]
-        _upload_gt(page, path)
-    shown = _alerts(page)
-    context.close()
+    shown, growth = _upload_measured(browser, server, path)
     assert "rows.parquet: 20,000,000 rows in the footer is above the limit of 5,000,000 rows" in shown, shown
-    assert rss["peak"] - start < 100, rss
+    assert growth < 100
 
 
 def _ground_truth(path: Path, megabytes: int) -> Path:
-    lines = (ROOT / "sample_data" / "cord_v2_gt.jsonl").read_text("utf-8").splitlines()
-    records = [json.loads(line) for line in lines]
-    with path.open("w", encoding="utf-8") as out:
-        copy = 0
-        while out.tell() < megabytes * 1_000_000:
-            for record in records:
-                out.write(json.dumps({**record, "doc_id": f"{copy}_{record['doc_id']}"}) + "\n")
-            copy += 1
-    return path
+    return replicated_jsonl(ROOT / "sample_data" / "cord_v2_gt.jsonl", path, megabytes)
 
 
 def test_a_closed_tab_releases_its_memory_within_a_minute(server, browser, tmp_path):
