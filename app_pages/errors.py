@@ -39,7 +39,8 @@ if model.causes is not None and c.total:
     if len(top):
         row = top.iloc[0]
         st.markdown(
-            f"**{row['share']:.0%} of `{md(row['entity_type'])}` substitutions differ only in format** "
+            # no code span around the field: the escapes showed inside one (total\.total\_price)
+            f"**{row['share']:.0%} of {md(row['entity_type'])} substitutions differ only in format** "
             f"({number(row['format'])} of {number(row['substitution'])}); in all, "
             f"{number(model.causes['substitution']['format'])} format-only substitutions. "
             f"KIEval_Aligned would be {model.aligned_if_format_right:.1%} instead of {model.aligned:.1%} "
@@ -50,7 +51,7 @@ if model.causes is not None and c.total:
         )
         for s in suggestions[suggestions["fixes"] > 0].head(3).itertuples():
             st.button(
-                f"Compare `{md(s.entity_type)}` as {s.comparator} "
+                f"Compare {md(s.entity_type)} as {s.comparator} "
                 f"(fixes {number(s.fixes)} of {number(s.format)})",
                 key=f"errors_compare_{s.entity_type}",
                 on_click=sidebar.add_comparator,

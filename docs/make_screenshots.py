@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import re
 import sys
 from pathlib import Path
 
@@ -63,10 +64,36 @@ def capture(page, path: Path, width: int, max_height: int = 3400) -> None:
         from PIL import Image
 
         with Image.open(path) as image:
-            # octree keeps the charts' small patches of colour exact; median cut merged them
-            # (the Errors legend's vermillion deletions came out as the orange substitutions)
-            small = image.convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE)
+            small = quantize(image.convert("RGB"))
         small.save(path, optimize=True)
+
+
+def chart_colors() -> list[str]:
+    """Every #RRGGBB colour the app's figures are drawn with (its style modules' constants)."""
+    from kieval_app import automation, error_analysis, overview, style
+
+    found = set()
+    for module in (style, automation, error_analysis, overview):
+        for value in vars(module).values():
+            for item in value.values() if isinstance(value, dict) else [value]:
+                if isinstance(item, str) and re.fullmatch(r"#[0-9A-Fa-f]{6}", item):
+                    found.add(item.upper())
+    return sorted(found)
+
+
+def quantize(image):
+    """256 colours: the charts' own colours exactly, the rest by median cut (alone, median cut
+    turned the Errors legend's vermillion deletions into the substitutions' orange; octree
+    turned the sidebar white, max coverage pink), no dithering."""
+    from PIL import Image
+
+    colors = chart_colors()
+    n = 256 - len(colors)
+    base = image.quantize(colors=n, method=Image.Quantize.MEDIANCUT)
+    palette = base.getpalette()[: 3 * n] + [int(c[i:i + 2], 16) for c in colors for i in (1, 3, 5)]
+    holder = Image.new("P", (1, 1))
+    holder.putpalette(palette)
+    return image.quantize(palette=holder, dither=Image.Dither.NONE)
 
 
 def upload(page, gt: Path, preds: list[Path], meta: str | None, images: Path | None = None) -> None:

@@ -7,6 +7,7 @@ import io
 import json
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -438,3 +439,28 @@ def test_a_file_sharing_no_document_is_refused_by_type():
     stranger = Source.of("stranger.jsonl", json.dumps({"doc_id": "zz", "total": "1"}).encode())
     with pytest.raises(NoCommonDocuments, match="no document in common"):
         compute.score(Store(), sample.gt, stranger, AppOptions())
+
+
+def test_screenshots_keep_every_chart_colour_exactly():
+    """A README screenshot in 256 colours: a few pixels of each chart colour on a page of
+    greys and text keep their exact colour (median cut alone merged them)."""
+    import importlib.util
+
+    from PIL import Image, ImageDraw
+
+    script = Path(__file__).resolve().parents[2] / "docs" / "make_screenshots.py"
+    spec = importlib.util.spec_from_file_location("make_screenshots", script)
+    shots = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shots)
+    colors = shots.chart_colors()
+    assert {"#E69F00", "#D55E00", "#56B4E9", "#0072B2"} <= set(colors)
+    rng = np.random.default_rng(0)  # a page: light greys, and noise of every colour (text, images)
+    page = np.broadcast_to(np.linspace(200, 255, 600)[:, None, None], (600, 600, 3)).copy()
+    page[300:] = rng.integers(0, 256, (300, 600, 3))
+    image = Image.fromarray(page.astype(np.uint8), "RGB")
+    draw = ImageDraw.Draw(image)
+    for i, color in enumerate(colors):
+        draw.rectangle([10 + 12 * i, 10, 14 + 12 * i, 14], fill=color)
+    small = shots.quantize(image).convert("RGB")
+    for i, color in enumerate(colors):
+        assert small.getpixel((12 + 12 * i, 12)) == tuple(int(color[k:k + 2], 16) for k in (1, 3, 5)), color
