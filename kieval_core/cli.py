@@ -301,7 +301,8 @@ def _failures(report: dict, gates: list[Gate]) -> list[str]:
         for name, figures in report["models"].items():
             value = value_at(figures, gate.key)
             if not gate.holds(value):
-                shown = "n/a" if value is None else f"{value:.4f}"
+                shown = f"{value:.4f}" if value is not None else "n/a" + (
+                    " (not reachable, or no confidences)" if gate.key.startswith("automation.") else "")
                 failures.append(f"{name}: {gate.key} = {shown}, gate {gate}")
     return failures
 

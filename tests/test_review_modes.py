@@ -356,5 +356,9 @@ def test_summary_names_review_all_and_the_best_reachable(tmp_path, capsys):
                  "--cost", "escaped=1", "--cost", "addition=3"]) == 0  # now no review is cheapest
     lines = capsys.readouterr().out.splitlines()
     assert next(line for line in lines if line.startswith("Minimum-cost τ")).endswith(" 0.0000")
+    assert main(["evaluate", "--gt", str(gt), "--pred", str(pred), "--bootstrap", "0",
+                 "--gate", "automation.recommended.auto_rate>=0.5"]) == 3
+    assert ("gate failed: m: automation.recommended.auto_rate = n/a (not reachable, or no confidences), "
+            "gate automation.recommended.auto_rate >= 0.5") in capsys.readouterr().err
     costs = "per error left: substitution 1, addition 3, deletion 1 (--cost)"
     assert any(line.endswith(costs) for line in lines)
