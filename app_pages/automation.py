@@ -37,8 +37,9 @@ st.title("Automation threshold")
 MISSING = {"automate": "automated (count as 1.0)", "review": "reviewed (count as 0.0)"}
 st.session_state.setdefault("auto_missing", "automate")
 st.session_state.setdefault("auto_consensus", False)
-left, right = st.columns(2, vertical_alignment="bottom")
-missing = left.segmented_control(
+# side by side when they fit, one under the other when not (two columns cut both labels at 1,024 px)
+confidence_row = st.container(horizontal=True, vertical_alignment="bottom", gap="large")
+missing = confidence_row.segmented_control(
     "Predictions without confidence",
     list(MISSING),
     format_func=MISSING.get,
@@ -47,7 +48,7 @@ missing = left.segmented_control(
     help="Automated: they count as confidence 1.0 and are reviewed only when everything is. "
     "Reviewed: they count as 0.0 and a person looks at them at every threshold above 0.",
 )
-consensus = right.toggle(
+consensus = confidence_row.toggle(
     "Derive confidences from agreement between the loaded models",
     key="auto_consensus",
     help=f"With {MIN_MODELS} or more models: a model without confidences gets, per prediction, the share "
