@@ -38,7 +38,7 @@ MISSING = {"automate": "automated (count as 1.0)", "review": "reviewed (count as
 st.session_state.setdefault("auto_missing", "automate")
 st.session_state.setdefault("auto_consensus", False)
 # side by side when they fit, one under the other when not (two columns cut both labels at 1,024 px)
-confidence_row = st.container(horizontal=True, vertical_alignment="bottom", gap="large")
+confidence_row = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
 missing = confidence_row.segmented_control(
     "Predictions without confidence",
     list(MISSING),
