@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 
 from kieval_core.report.tables import threshold_text
 
-from .style import ACCURACY_COLOR, AUTOMATION_COLOR, NEUTRAL_COLOR, base_layout
+from .style import ACCURACY_COLOR, AUTOMATION_COLOR, LEGEND_ABOVE, NEUTRAL_COLOR, base_layout
 
 DOCUMENT_COLOR = "#009E73"
 COST_COLOR = "#CC79A7"
@@ -160,7 +160,7 @@ def threshold_figure(
         **base_layout(height=380, margin=RANK_MARGIN),
         xaxis=_rank_axis(shown),
         yaxis={"title": "rate", "tickformat": ".0%", "range": [0, 1.03]},
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+        legend=LEGEND_ABOVE,
         clickmode="event+select",
         dragmode=False,
     )
@@ -209,7 +209,7 @@ def tradeoff_figure(
         **base_layout(height=380),
         xaxis={"title": labels[0], "tickformat": ".0%", "range": [-0.02, 1.02]},
         yaxis={"title": labels[1], "tickformat": ".0%", "range": [max(0.0, low - 0.05), 1.01]},
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+        legend=LEGEND_ABOVE,
         clickmode="event+select",
         dragmode=False,
     )
@@ -255,7 +255,7 @@ def policies_figure(
             "range": [-0.02, 1.02],
         },
         yaxis={"title": "accuracy after review", "tickformat": ".0%", "range": [max(0.0, low - 0.05), 1.01]},
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+        legend=LEGEND_ABOVE,
         dragmode=False,
     )
     return fig
@@ -383,6 +383,6 @@ def reliability_figure(table: pd.DataFrame) -> go.Figure:
         **base_layout(height=360),
         xaxis={"title": "confidence", "range": [0, 1], "dtick": 0.1},
         yaxis={"title": "share of predictions that are right", "tickformat": ".0%", "range": [0, 1.12]},
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+        legend=LEGEND_ABOVE,
     )
     return fig

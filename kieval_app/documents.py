@@ -15,7 +15,7 @@ from kieval_core import ModelResult
 from kieval_core.count.alignment import document_alignment, group_pairs
 
 from .diff import diff_html
-from .style import STATUS_COLORS, base_layout
+from .style import LEGEND_ABOVE, STATUS_COLORS, base_layout
 from .text import plain
 
 NON_GROUP = "non-group"
@@ -235,7 +235,7 @@ def matching_figure(model: ModelResult, doc_id: str, pairs: pd.DataFrame | None 
         height=110 + 34 * max(n, 1),
         xaxis={"range": [-1.6, 2.6], "visible": False, "fixedrange": True},
         yaxis={"visible": False, "range": [-0.8, n - 0.2], "fixedrange": True},
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+        legend=LEGEND_ABOVE,
         annotations=[
             {"x": 0, "y": n - 0.35, "text": "<b>ground truth</b>", "showarrow": False, "xanchor": "right",
              "yshift": 12},

@@ -15,7 +15,7 @@ from kieval_core.count.causes import CAUSES_OF_KIND
 from kieval_core.safe_text import csv_text
 
 from .diff import diff_html
-from .style import ACCURACY_COLOR, KIND_COLORS, KIND_LABELS, KINDS, NEUTRAL_COLOR, base_layout
+from .style import ACCURACY_COLOR, KIND_COLORS, KIND_LABELS, KINDS, LEGEND_ABOVE, NEUTRAL_COLOR, base_layout
 from .text import plain
 
 
@@ -48,7 +48,7 @@ def _stacked_corrections(entity_types: pd.Series, series: list[tuple[str, pd.Ser
         barmode="stack",
         xaxis_title="corrections",
         yaxis={"autorange": "reversed"},
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "traceorder": "normal"},
+        legend={**LEGEND_ABOVE, "traceorder": "normal"},
     )
     return fig
 
@@ -113,7 +113,7 @@ def f1_by_type_figure(model: ModelResult, top: int = 30) -> go.Figure:
         **base_layout(height=120 + 24 * max(len(types), 3)),
         xaxis={"title": "F1", "tickformat": ".0%", "range": [-0.02, 1.02]},
         yaxis={"autorange": "reversed"},
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+        legend=LEGEND_ABOVE,
     )
     return fig
 

@@ -14,7 +14,7 @@ from kieval_core import EvaluationResult
 from kieval_core.report import registry as metric_registry
 from kieval_core.report.tables import corrections_table, metric_table, reported_metrics
 
-from .style import KIND_COLORS, KIND_LABELS, base_layout
+from .style import KIND_COLORS, KIND_LABELS, LEGEND_ABOVE, base_layout
 from .text import plain
 
 __all__ = [
@@ -71,7 +71,7 @@ def corrections_figure(result: EvaluationResult) -> go.Figure:
         barmode="group",
         xaxis={"title": "count", "tickformat": ","},
         yaxis={"autorange": "reversed"},
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "traceorder": "normal"},
+        legend={**LEGEND_ABOVE, "traceorder": "normal"},
     )
     return fig
 

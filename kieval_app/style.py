@@ -43,6 +43,10 @@ AUTOMATION_COLOR = "#E69F00"
 NEUTRAL_COLOR = "#7f7f7f"
 
 
+#: A horizontal legend just above the plot, from its left edge (every chart with a legend).
+LEGEND_ABOVE = {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0}
+
+
 def base_layout(height: int = 380, **extra) -> dict:
     """Common plotly layout: compact margins, readable font, white background."""
     layout = {
