@@ -104,20 +104,12 @@ with right:
     for row in worst.itertuples(index=False):
         text, link_a, link_b = st.columns([4, 1, 1], vertical_alignment="center")
         text.markdown(f"{md(row.doc_id)}: {fmt.format(row.A)} → {fmt.format(row.B)}")
-        with link_a:
-            st.page_link(
+        for link, side, model_name in ((link_a, "A", name_a), (link_b, "B", name_b)):
+            link.page_link(
                 "app_pages/documents.py",
-                label="A",
+                label=side,
                 icon=":material/description:",
-                query_params={"doc": row.doc_id, "model": name_a},
-                help=f"Open this document as seen by {md(name_a)}",
-            )
-        with link_b:
-            st.page_link(
-                "app_pages/documents.py",
-                label="B",
-                icon=":material/description:",
-                query_params={"doc": row.doc_id, "model": name_b},
-                help=f"Open this document as seen by {md(name_b)}",
+                query_params={"doc": row.doc_id, "model": model_name},
+                help=f"Open this document as seen by {md(model_name)}",
             )
     st.caption(f"{md(label)} of A → B per document.")
