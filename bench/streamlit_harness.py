@@ -201,12 +201,12 @@ class Server:
         return total
 
 
-@contextlib.contextmanager
 def log(message: str) -> None:
     """A progress line on stderr, with the time."""
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
+@contextlib.contextmanager
 def streamlit_server(script: Path, cwd: Path, env: dict | None = None, timeout_s: float = 120):
     """Run ``streamlit run script`` headless on a free port from ``cwd`` (so that its
     ``.streamlit/config.toml`` applies); yield a :class:`Server`; stop it by its pid."""
