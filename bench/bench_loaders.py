@@ -16,12 +16,14 @@ own implementation (skipped with a message when ``/work/shared/reference`` is ab
 Usage::
 
     python bench/bench_loaders.py [--docs 65000] [--formats csv,nested-jsonl,...] [--out bench/out]
+    python bench/bench_loaders.py --docs 0 --repeats 3 [--before OTHER_CHECKOUT]  # the official comparison
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import statistics
@@ -165,44 +167,78 @@ def ontology_keys() -> list[str]:
     return sorted(keys)
 
 
-def _child_run(command: list[str]) -> tuple[float, float]:
+def _child_run(command: list[str], cwd: Path = HERE.parent) -> tuple[float, float]:
     """Wall and CPU seconds (user + system) of one child process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=HERE.parent)
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def bench_official(out: Path, copies: int, repeats: int = 3) -> None:
+#: What any program reading the two directories pays (the floors of the comparison).
+READ_ALL = """
+import os, sys
+for folder in sys.argv[1:]:
+    for entry in os.scandir(folder):
+        with open(entry.path, "rb") as file:
+            file.read()
+"""
+
+
+def bench_official(out: Path, copies: int, repeats: int = 3, before: Path | None = None) -> None:
     """The official implementation and ``kieval evaluate --format kieval-csv`` (default
-    options), alternately ``repeats`` times; medians of wall and CPU seconds (CPU is what a
-    busy shared machine disturbs least)."""
+    options), alternately ``repeats`` times with the floors (Python's startup, a bare loop
+    reading every file, importing pandas, numpy and pyarrow) and, with ``before``, the
+    same command from another checkout; medians of wall and CPU seconds (CPU is what a
+    busy shared machine disturbs least). The two checkouts' JSON reports must be equal."""
     if not REFERENCE.exists():
         print(f"\nofficial implementation: skipped ({REFERENCE} is absent)")
         return
     gt, pred = replicate_official(out, copies)
     script = OFFICIAL_SCRIPT.format(reference=str(REFERENCE), gt=str(gt), pred=str(pred),
                                     keys=ontology_keys())
-    official = [sys.executable, "-c", script]
-    ours = [sys.executable, "-m", "kieval_core.cli", "evaluate", "--gt", str(gt), "--pred", str(pred),
-            "--format", "kieval-csv", "--json", str(out / "official.json")]
-    runs: dict[str, list[tuple[float, float]]] = {"official": [], "ours": []}
+
+    def ours(json_out: Path) -> list[str]:
+        return [sys.executable, "-m", "kieval_core.cli", "evaluate", "--gt", str(gt), "--pred", str(pred),
+                "--format", "kieval-csv", "--json", str(json_out)]
+
+    python = [sys.executable, "-c"]
+    commands = {
+        "python startup": ([*python, "pass"], HERE.parent),
+        "read every file": ([*python, READ_ALL, str(gt), str(pred)], HERE.parent),
+        "import pandas, numpy, pyarrow": ([*python, "import pandas, numpy, pyarrow"], HERE.parent),
+        "official": ([*python, script], HERE.parent),
+        "ours": (ours(out / "official.json"), HERE.parent),
+    }
+    if before is not None:  # ``-m`` imports kieval_core from the working directory
+        commands["before"] = (ours(out / "official_before.json"), before)
+    load_start = os.getloadavg()
+    runs: dict[str, list[tuple[float, float]]] = {k: [] for k in commands}
     for _ in range(repeats):
-        runs["official"].append(_child_run(official))
-        runs["ours"].append(_child_run(ours))
-    (wall_o, cpu_o), (wall_k, cpu_k) = (tuple(statistics.median(x) for x in zip(*runs[k], strict=True))
-                                        for k in ("official", "ours"))
+        for name, (command, cwd) in commands.items():
+            runs[name].append(_child_run(command, cwd))
+    load_end = os.getloadavg()
+    medians = {k: tuple(statistics.median(x) for x in zip(*v, strict=True)) for k, v in runs.items()}
     report = json.loads((out / "official.json").read_text("utf-8"))
     entity = report["models"]["pred_csv"]["kieval"]["entity"]
+    print(f"\nofficial KIEval CSV sample x{copies} ({100 * copies:,} documents a side), median of {repeats}, "
+          f"load average {load_start[0]:.1f} at the start, {load_end[0]:.1f} at the end "
+          f"({os.cpu_count()} cores)")
+    wall_o, cpu_o = medians["official"]
+    for name, (wall, cpu) in medians.items():
+        ratio = "" if name == "official" else \
+            f"   official / this: wall {wall_o / wall:5.2f}x  CPU {cpu_o / cpu:5.2f}x"
+        print(f"  {name:32s} wall {wall:6.2f} s  CPU {cpu:6.2f} s{ratio}")
+    floor = medians["read every file"][1] + medians["import pandas, numpy, pyarrow"][1]
+    print(f"  TP {entity['tp']:,}; 5x the official code is CPU {cpu_o / 5:.2f} s; reading every file and "
+          f"the three imports already take {floor:.2f} s")
+    if before is not None:
+        same = (out / "official.json").read_bytes() == (out / "official_before.json").read_bytes()
+        print(f"  JSON reports of before and after: {'byte-identical' if same else 'DIFFERENT'}")
     load_s = _timed(lambda: (load(gt), load(pred)))
     parse_s = _timed(lambda: (_cells(gt), _cells(pred)))
-    print(f"\nofficial KIEval CSV sample x{copies} ({100 * copies:,} documents a side), "
-          f"median of {repeats}")
-    print(f"  official implementation (process):  wall {wall_o:6.2f} s  CPU {cpu_o:6.2f} s")
-    print(f"  kieval evaluate --format kieval-csv: wall {wall_k:6.2f} s  CPU {cpu_k:6.2f} s   "
-          f"TP {entity['tp']:,}  -> {wall_o / wall_k:.1f}x faster (wall), {cpu_o / cpu_k:.1f}x (CPU)")
     print(f"  kieval_core.read.load of both dirs: {load_s:6.2f} s   (bare split into cells {parse_s:.2f} s, "
           f"{load_s / parse_s:.1f}x)")
 
@@ -214,9 +250,10 @@ def main() -> None:
     parser.add_argument("--official-copies", type=int, default=200, help="0 skips the official comparison")
     parser.add_argument("--out", type=Path, default=HERE / "out" / "loaders")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each side of the official comparison")
+    parser.add_argument("--before", type=Path, help="another checkout, timed in the official comparison too")
     args = parser.parse_args()
     if not args.docs:  # the official comparison alone
-        bench_official(args.out, args.official_copies, args.repeats)
+        bench_official(args.out, args.official_copies, args.repeats, args.before)
         return
     gt, pred = generate(args.docs)
     print(f"documents {args.docs:,}, GT entities {len(gt):,}, predicted entities {len(pred):,}")
@@ -229,7 +266,7 @@ def main() -> None:
     rows = [bench_format(case, args.out) for name, case in cases.items() if name in wanted]
     print_formats(rows)
     if args.official_copies:
-        bench_official(args.out, args.official_copies, args.repeats)
+        bench_official(args.out, args.official_copies, args.repeats, args.before)
 
 
 if __name__ == "__main__":
