@@ -14,6 +14,8 @@ from test_invariance import corpus
 
 from kieval_core import Normalizer, evaluate
 from kieval_core.count.engine import tp_and_error
+from kieval_core.count.scores import aligned_score
+from kieval_core.report.suggest import rescored_aligned
 from kieval_core.review.automation import Costs, with_costs
 from kieval_core.review.calibration import auroc, average_ranks, calibration
 from kieval_core.review.field_thresholds import per_field_thresholds
@@ -53,7 +55,7 @@ def formatted_corpus(draw):
                       math.nan) for _ in range(draw(st.integers(1, 3)))]
         return rows
 
-    n = draw(st.integers(1, 3))
+    n = draw(st.integers(1, 5))
     return {f"d{i}": document() for i in range(n)}, {f"d{i}": document() for i in range(n)}
 
 
@@ -66,6 +68,21 @@ def test_tp_and_error_equal_the_full_count(data, comparators):
     gt_set, pred_set = dataset(gt, "gt"), dataset(pred, "m")
     m = evaluate(gt_set, {"m": pred_set}, normalizer=normalizer).models["m"]
     assert tp_and_error(gt_set, pred_set, normalizer) == (m.entity.tp, m.corrections.total)
+
+
+COMPARED = st.dictionaries(st.sampled_from(["company", "total", "menu.nm", "menu.price"]),
+                           st.sampled_from(["exact", "number", "casefold", "alnum"]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(formatted_corpus(), COMPARED, COMPARED)
+def test_rescoring_only_the_changed_documents_equals_counting_all(data, own, declared):
+    gt, pred = data
+    normalizer = Normalizer.from_names(None, [f"{t}={c}" for t, c in own.items()])
+    gt_set, pred_set = dataset(gt, "gt"), dataset(pred, "m")
+    result = evaluate(gt_set, {"m": pred_set}, normalizer=normalizer)
+    both = Normalizer.from_names(None, [f"{t}={c}" for t, c in [*own.items(), *declared.items()]])
+    assert rescored_aligned(result, "m", declared) == aligned_score(*tp_and_error(gt_set, pred_set, both))
 
 
 @pytest.mark.slow

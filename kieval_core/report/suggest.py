@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..count.causes import fixing_comparators
 from ..count.comparators import FORMAT_COMPARATORS
-from ..count.engine import tp_and_error
+from ..count.engine import Counted, tp_and_error
 from ..count.normalize import Normalizer
 from ..count.scores import aligned_score
 from ..read.dataset import ENTITY_COLUMNS, Dataset
@@ -64,15 +64,55 @@ def _dataset(frame: pd.DataFrame, name: str, doc_ids: tuple[str, ...]) -> Datase
 def rescored_aligned(result: EvaluationResult, name: str, comparators: Mapping[str, str]) -> float:
     """KIEval_Aligned of model ``name`` counted again with ``comparators`` ({entity type:
     comparator}) declared on top of the evaluation's own, from the engine's tables (no
-    file is read again)."""
+    file is read again).
+
+    Only the documents where the new comparators compare some values differently are
+    counted again; the others keep their counts. That is exact: a document's TP and Error
+    follow from the values that are equal within each of its entity types alone (the
+    matching's S and W optimum, SPEC 3.2; which of several tied pairings it takes does not
+    change them)."""
     model = result.models[name]
     counted = model.detail()
     normalizer = dataclasses.replace(result.normalizer,
                                      comparators=result.normalizer.comparators + tuple(comparators.items()))
-    gt = _dataset(counted.gt_entities, "ground truth", counted.doc_ids)
-    pred_ids = tuple(d for d in counted.doc_ids if d not in set(model.missing_documents))
-    pred = _dataset(counted.pred_entities, name, pred_ids)
-    return float(aligned_score(*tp_and_error(gt, pred, normalizer)))
+    changed = changed_documents(counted, result.normalizer, normalizer, list(comparators))
+    kept = model.tally.documents.drop(index=list(changed))
+    tp = int(kept["tp"].sum())
+    error = int(kept[["substitution", "addition", "deletion"]].to_numpy().sum())
+    if changed:
+        doc_ids = tuple(d for d in counted.doc_ids if d in changed)
+        pred_ids = tuple(d for d in doc_ids if d not in set(model.missing_documents))
+
+        def of_changed(frame: pd.DataFrame) -> pd.DataFrame:
+            return frame[frame["doc_id"].isin(changed).to_numpy()]
+
+        gt = _dataset(of_changed(counted.gt_entities), "ground truth", doc_ids)
+        more_tp, more_error = tp_and_error(gt, _dataset(of_changed(counted.pred_entities), name, pred_ids),
+                                           normalizer)
+        tp, error = tp + more_tp, error + more_error
+    return float(aligned_score(tp, error))
+
+
+def changed_documents(counted: Counted, before: Normalizer, after: Normalizer, types: list[str]) -> set[str]:
+    """Documents in which ``after`` splits the values of one of ``types`` into equal ones
+    otherwise than ``before`` does (GT and predicted values together)."""
+    frame = pd.concat([f.loc[f["entity_type"].isin(types).to_numpy(), ["doc_id", "entity_type", "value"]]
+                       .astype(object) for f in (counted.gt_entities, counted.pred_entities)])
+    if frame.empty:
+        return set()
+    type_codes, type_names = pd.factorize(frame["entity_type"])
+    doc_codes, doc_names = pd.factorize(frame["doc_id"])
+    values = frame["value"].to_numpy(object)
+    keys = pd.DataFrame({
+        "part": doc_codes.astype(np.int64) * len(type_names) + type_codes,
+        "before": before.comparable_codes(values, list(type_names), type_codes)[2],
+        "after": after.comparable_codes(values, list(type_names), type_codes)[2],
+    })
+    # two partitions of one set are equal when each has as many parts as their meet
+    distinct = keys.groupby("part").nunique()
+    meet = keys.drop_duplicates().groupby("part").size()
+    parts = distinct.index[(distinct["before"] != meet) | (distinct["after"] != meet)]
+    return set(doc_names[np.unique(parts.to_numpy() // len(type_names))])
 
 
 def option_name(comparator: str) -> str:
