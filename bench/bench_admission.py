@@ -1,12 +1,19 @@
 """A full server under hostile and heavy uploads: admission, the busy answer and release.
 
     python bench/bench_admission.py [--budget-mb 1500] [--sessions 8] [--gt-mb 51]
-                                    [--observe 30] [--release 90] [--json OUT]
+                                    [--observe 30] [--release 90] [--allocator dashboard|python]
+                                    [--json OUT]
 
-One ``streamlit run app.py`` server with ``KIEVAL_MEMORY_BUDGET_MB=--budget-mb``; one
-headless Chromium (Debian's), each session in its own browser context.
+One ``streamlit run app.py`` server with ``KIEVAL_MEMORY_BUDGET_MB=--budget-mb`` and the
+environment ``kieval dashboard`` gives it (``--allocator dashboard``: glibc's malloc for
+everything, :data:`kieval_app.launch.ALLOCATOR_ENV`; ``python``: Python's and Arrow's own
+allocators, as before); one headless Chromium (Debian's), each session in its own browser
+context.
 
-1. Idle: one observer session switches pages for ``--observe`` seconds: idle p50.
+0. The server's RSS before anyone came, and with the observer's first page open.
+1. Idle: one observer session switches pages for ``--observe`` seconds: idle p50. The
+   server's RSS after that is the **start**: the warm server, every page's modules
+   imported and the sample scored, as every later visitor finds it.
 2. Load: ``--sessions`` sessions at once each upload a ground truth: the even ones a
    different ``--gt-mb`` MB JSONL (CORD v2 receipts under new ids), the odd ones a 1 MB zip
    bomb (one member of 1000 MiB of blanks). Meanwhile the observer keeps switching pages.
@@ -17,7 +24,8 @@ headless Chromium (Debian's), each session in its own browser context.
 
 Bars (issue 22): server RSS peak under the budget + 500 MiB; every session that was not
 loaded sees the busy or the limit message; the observer's page switches under load within
-2x its idle p50; RSS within 20% of its start within ``--release`` seconds of closing.
+2x its idle p50; RSS within 20% of its start within ``--release`` seconds of closing. The
+other processes' CPU during the run is reported (a shared machine skews latencies).
 
 The server's memory stays under ~2 GiB with the default budget; the browsers take about as
 much (keep the whole run under 4 GiB on a shared machine).
@@ -40,6 +48,8 @@ import streamlit_harness as harness  # noqa: E402
 from app_facts import APP_PAGES, APP_SCRIPT, APP_UPLOAD_GT  # noqa: E402
 from bench_load import Monitor, log, open_session, switch_pages  # noqa: E402
 from builders import replicated_jsonl, zip_bomb  # noqa: E402
+
+from kieval_app.launch import ALLOCATOR_ENV  # noqa: E402
 
 TIMEOUT_MS = 300_000
 SAMPLE_GT = HERE.parent / "sample_data" / "cord_v2_gt.jsonl"
@@ -80,25 +90,32 @@ async def run(args) -> dict:
     from playwright.async_api import async_playwright
 
     report: dict = {"date": dt.datetime.now().isoformat(timespec="seconds"), "budget_mb": args.budget_mb,
-                    "app_commit": harness.git_commit(HERE.parent), "sessions": args.sessions}
+                    "app_commit": harness.git_commit(HERE.parent), "sessions": args.sessions,
+                    "allocator": args.allocator}
+    foreign = harness.ForeignLoad().start()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         bomb = zip_bomb(folder / "bomb.zip")
         files = [replicated_jsonl(SAMPLE_GT, folder / f"gt_{i}.jsonl", args.gt_mb, f"s{i}_")
                  if i % 2 == 0 else bomb for i in range(args.sessions)]
-        env = {"KIEVAL_MEMORY_BUDGET_MB": str(args.budget_mb)}
+        env = {"KIEVAL_MEMORY_BUDGET_MB": str(args.budget_mb),
+               **(ALLOCATOR_ENV if args.allocator == "dashboard" else {})}
         with harness.streamlit_server(HERE.parent / APP_SCRIPT, HERE.parent, env=env) as server:
             async with async_playwright() as playwright:
                 browser = await harness.launch_chromium(playwright)
                 try:
                     report["machine"] = harness.machine(browser.version)
                     monitor = Monitor(server)
+                    await asyncio.sleep(5)
+                    report["rss_unserved_mib"] = monitor.rss_mib()
                     observer, _ = await open_session(browser, server.url)
                     await asyncio.sleep(5)
-                    report["rss_start_mib"] = start = monitor.rss_mib()
+                    report["rss_first_page_mib"] = monitor.rss_mib()
                     log(f"idle: observer switching pages for {args.observe:.0f} s")
                     idle = await switch_pages(observer, 0, time.perf_counter() + args.observe)
                     idle_ms = [ms for _, ms, _ in idle["samples"]]
+                    await asyncio.sleep(5)
+                    report["rss_start_mib"] = start = monitor.rss_mib()
                     log(f"load: {args.sessions} sessions uploading at once")
                     monitor.start_peak()
                     stop = asyncio.Event()
@@ -116,6 +133,7 @@ async def run(args) -> dict:
                         release.append((round(time.perf_counter() - closed_at), monitor.rss_mib()))
                 finally:
                     await browser.close()
+    report["other_processes"] = foreign.stop()
     within = [t for t, rss in release if rss <= start * 1.2]
     outcomes = [{k: v for k, v in d.items() if k != "page"} for d in done]
     report.update({
@@ -142,15 +160,21 @@ def markdown(report: dict) -> str:
     for o in report["uploads"]:
         counts[o["outcome"]] = counts.get(o["outcome"], 0) + 1
     lines = [
-        f"| {report['sessions']} sessions at once, budget {report['budget_mb']:,} MiB | |",
+        f"| {report['sessions']} sessions at once, budget {report['budget_mb']:,} MiB, "
+        f"allocator {report['allocator']} | |",
         "|---|---:|",
-        f"| server RSS start / peak (MiB) | {report['rss_start_mib']:.0f} / {report['rss_peak_mib']:.0f} |",
+        "| server RSS before anyone came / first page / start (warm) (MiB) | "
+        f"{report['rss_unserved_mib']:.0f} / {report['rss_first_page_mib']:.0f} / "
+        f"{report['rss_start_mib']:.0f} |",
+        f"| server RSS peak (MiB) | {report['rss_peak_mib']:.0f} |",
         f"| outcomes | {', '.join(f'{k} {v}' for k, v in sorted(counts.items()))} |",
         f"| observer page switch p50 idle / under load (ms) | {idle['p50']:.0f} / {load['p50']:.0f} |",
         "| RSS after closing every tab (s: MiB) | "
         f"{', '.join(f'{t}: {r:.0f}' for t, r in report['release_mib'])} |",
         f"| seconds until RSS within 20% of its start | {report['seconds_to_within_20pct']} |",
     ]
+    other = report["other_processes"]
+    lines.append(f"| other processes' CPU during the run | {other['cores_on_average']} cores |")
     lines += [f"| bar: {k} | {'yes' if v else '**no**'} |" for k, v in report["bars"].items()]
     lines += [f"| {o['file']} | {o['outcome']} after {o['seconds']} s: {o['message']!r} |"
               for o in report["uploads"]]
@@ -164,6 +188,8 @@ def main() -> None:
     parser.add_argument("--gt-mb", type=int, default=51)
     parser.add_argument("--observe", type=float, default=30, help="seconds of page switching, idle")
     parser.add_argument("--release", type=float, default=90, help="seconds of RSS sampling after closing")
+    parser.add_argument("--allocator", choices=("dashboard", "python"), default="dashboard",
+                        help="the server's allocators: as `kieval dashboard` sets them, or Python's own")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     report = asyncio.run(run(args))

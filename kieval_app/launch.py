@@ -20,6 +20,14 @@ from .paths import app_root
 OPEN_RUN = "KIEVAL_OPEN_RUN"
 #: Environment variable naming the directory of page images (``kieval dashboard --images``).
 IMAGES_DIR = "KIEVAL_IMAGES_DIR"
+#: How the server allocates memory, unless its environment says otherwise: everything on
+#: glibc's malloc (Python's small objects, Arrow's buffers), in at most two arenas, so that
+#: what a closed session held goes back to the system (:meth:`kieval_app.store.Store.trim`).
+#: Python's own allocator frees a 1 MiB arena only when every object in it is gone, and the
+#: few objects that outlive a large read keep hundreds of arenas: after 8 uploads at once
+#: the server stayed 140-300 MiB above its start; with these, at it (bench/README.md,
+#: "Admission and release"). The price: reading an upload takes ~35% more CPU.
+ALLOCATOR_ENV = {"PYTHONMALLOC": "malloc", "MALLOC_ARENA_MAX": "2", "ARROW_DEFAULT_MEMORY_POOL": "system"}
 
 
 def command(port: int, host: str, server_options: Sequence[str] = ()) -> list[str]:
@@ -47,13 +55,14 @@ def launch(port: int, host: str, server_options: Sequence[str] = (), run: Path |
            limits: Mapping[str, str] | None = None, images: Path | None = None) -> NoReturn:
     """Become the dashboard server; ``run`` opens a saved run; ``limits`` are the
     ``KIEVAL_...`` variables of its limits (:mod:`kieval_core.limits`); ``images`` is a
-    directory of page images shown with every evaluation.
+    directory of page images shown with every evaluation. The server allocates memory as
+    :data:`ALLOCATOR_ENV` says, unless the environment sets those variables.
 
     The process is replaced rather than given a child, so whatever stops ``kieval
     dashboard`` (Ctrl-C, a service manager's SIGTERM, a test's ``terminate()``) stops the
     server itself instead of orphaning it.
     """
-    env = {**os.environ, **(limits or {})}
+    env = {**ALLOCATOR_ENV, **os.environ, **(limits or {})}
     if run is not None:
         env[OPEN_RUN] = str(Path(run).resolve())
     if images is not None:

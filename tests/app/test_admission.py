@@ -328,3 +328,24 @@ def test_an_upload_waits_for_its_turn_on_the_page_then_loads(monkeypatch):
     other.join(10)
     assert shown and set(shown) == {"waiting for 1 other upload to finish"}
     assert any("gt.jsonl: loaded as the ground truth" in unescape(s.value) for s in at.success)
+
+
+def test_the_dashboard_allocates_memory_it_can_give_back(monkeypatch, tmp_path):
+    """``kieval dashboard`` starts the server on glibc's malloc (Python objects and Arrow
+    buffers), which returns what closed sessions held; a variable the user set wins."""
+    from kieval_app import launch
+
+    started_with = {}
+
+    def execve(path, args, env):
+        started_with.update(env)
+
+    monkeypatch.setattr(launch.os, "execve", execve)
+    monkeypatch.setattr(launch.os, "chdir", lambda path: None)
+    monkeypatch.delenv("PYTHONMALLOC", raising=False)
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    launch.launch(8501, "localhost", limits={"KIEVAL_MAX_HEAVY_LOADS": "3"})
+    assert started_with["PYTHONMALLOC"] == "malloc"
+    assert started_with["ARROW_DEFAULT_MEMORY_POOL"] == "system"
+    assert started_with["MALLOC_ARENA_MAX"] == "4"  # the user's own setting
+    assert started_with["KIEVAL_MAX_HEAVY_LOADS"] == "3"
