@@ -51,7 +51,7 @@ from builders import replicated_jsonl, zip_bomb  # noqa: E402
 
 from kieval_app.launch import ALLOCATOR_ENV  # noqa: E402
 
-TIMEOUT_MS = 300_000
+TIMEOUT_MS = 600_000  # uploads waiting for their turn on a busy machine
 SAMPLE_GT = HERE.parent / "sample_data" / "cord_v2_gt.jsonl"
 OUTCOMES = {"loaded": "loaded as the ground truth", "busy": "the server is busy", "limit": "above the limit"}
 

@@ -131,7 +131,7 @@ class Limits:
     memory_mb: float
     image_pixels: int = 50_000_000
     pdf_pages: int = 50
-    heavy_loads: int = 2
+    heavy_loads: int = 1
 
     def __post_init__(self) -> None:
         for spec in LIMITS:

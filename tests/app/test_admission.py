@@ -283,10 +283,10 @@ def test_a_waiting_caller_that_stops_leaves_the_queue():
 
 
 def test_the_heavy_loads_limit_is_read_like_the_others():
-    assert Limits.from_env("app", {}).heavy_loads == 2
+    assert Limits.from_env("app", {}).heavy_loads == 1
     assert Limits.from_env("app", {"KIEVAL_MAX_HEAVY_LOADS": "3"}).heavy_loads == 3
-    assert Limits.from_env("app", {"KIEVAL_MAX_HEAVY_LOADS": "3"}, heavy_loads=1).heavy_loads == 1
-    assert Limits.from_env("app", {}).environ()["KIEVAL_MAX_HEAVY_LOADS"] == "2"
+    assert Limits.from_env("app", {"KIEVAL_MAX_HEAVY_LOADS": "3"}, heavy_loads=2).heavy_loads == 2
+    assert Limits.from_env("app", {}).environ()["KIEVAL_MAX_HEAVY_LOADS"] == "1"
     with pytest.raises(KievalOptionError):
         Limits.from_env("app", {"KIEVAL_MAX_HEAVY_LOADS": "0"})
 
