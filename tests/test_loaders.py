@@ -212,6 +212,7 @@ BAD_FILES = [
     ("deep.json", b'{"d": ' + b'{"a": ' * 5000 + b'"x"' + b"}" * 5001, "deep"),
     ("cols.csv", b"doc_id,value\na,1\n", "missing column(s) entity"),
     ("Cols.csv", b"Doc_Id,Value\na,1\n", "missing column(s) entity (found: Doc_Id, Value)"),
+    ("blank.csv", b" , \na,1\n", "missing column(s) doc_id, entity, value (found: , )"),  # fuzz found it
     ("kleister.tsv", b"party=Acme_Inc. term=3_years\njurisdiction=New_York\n",
      "line 1: key=value tokens (party=Acme_Inc., ...) instead of a header: Kleister's"),
     ("ragged.csv", b"doc_id,entity,value\na,x,1\nb,y,2,3\n", "line 3: 4 cells where the header has 3"),

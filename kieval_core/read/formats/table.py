@@ -358,8 +358,9 @@ def table_to_entities(table: pa.Table | pd.DataFrame, source: str, *, lines: np.
     if missing:
         found = ", ".join(written) or "none"
         msg = f"missing column(s) {', '.join(missing)} (found: {found})"
-        if written and all(KEY_VALUE.fullmatch(token) for c in written for token in c.split()):
-            msg = (f"key=value tokens ({written[0].split()[0]}, ...) instead of a header: Kleister's "
+        tokens = [token for c in written for token in c.split()]
+        if tokens and all(KEY_VALUE.fullmatch(token) for token in tokens):
+            msg = (f"key=value tokens ({tokens[0]}, ...) instead of a header: Kleister's "
                    "one-document-a-line format, which kieval does not read; write it as a long table "
                    "with the columns doc_id, entity, value (or as JSONL)")
             raise KievalInputError(source, "line 1", msg)
