@@ -20,6 +20,8 @@ pytestmark = pytest.mark.e2e
 IMAGES_BOX = '[class*="st-key-upload_images_"]'
 VIEW = ".st-key-docs_view .js-plotly-plot"
 VALUES = ".st-key-docs_values"
+TABLE = ".st-key-docs_table [data-testid=stDataFrame]"
+DOC_IN_URL = "() => new URLSearchParams(location.search).get('doc')"
 
 
 def _leaf(value: str, box: list[int], confidence: float | None = None) -> dict:
@@ -162,4 +164,18 @@ def test_the_sample_documents_page_shows_the_view(app_url):  # noqa: F811
         drawn = _drawn(page)
         assert drawn[("x", "correct")] > 0 and drawn[("x2", "correct")] > 0
         assert page.evaluate(f"() => document.querySelector('{VIEW}').layout.images.length") == 2
+
+        # Next reruns the document's fragment only: the address, the picker, the heading and
+        # the view follow the next document; the document table stays drawn (the same element)
+        first = page.evaluate(DOC_IN_URL)
+        page.evaluate(f"() => {{ document.querySelector('{TABLE}').__kept = 1; }}")
+        page.locator(".st-key-docs_next button").click()
+        _wait(page, lambda: page.evaluate(DOC_IN_URL) != first, "the address naming the next document")
+        _idle(page)
+        shown = page.evaluate(DOC_IN_URL)
+        assert page.get_by_role("heading", name=f"Document {shown}").count() == 1
+        assert page.locator(".st-key-docs_pick input").first.input_value() == shown
+        assert page.evaluate(f"() => document.querySelector('{TABLE}').__kept") == 1
+        drawn = _drawn(page)
+        assert drawn[("x", "correct")] > 0 and drawn[("x2", "correct")] > 0
         browser.close()
