@@ -443,7 +443,7 @@ def decision() -> None:
                 x="straight_through_rate",
                 y="document_accuracy",
                 labels=(
-                    "straight through (no prediction below τ)",
+                    "straight through (none below τ)",
                     "documents right after review",
                 ),
             ),

@@ -173,7 +173,7 @@ def tradeoff_figure(
     target: float | None,
     x: str = "auto_rate",
     y: str = "kieval_aligned",
-    labels: tuple[str, str] = ("automation rate (predictions not reviewed)", "accuracy after review"),
+    labels: tuple[str, str] = ("automated (predictions not reviewed)", "accuracy after review"),
 ) -> go.Figure:
     """The real operating points (automation, accuracy), and the best accuracy that keeps
     at least a given automation as a staircase between them (no interpolation): points run
@@ -250,7 +250,7 @@ def policies_figure(
     fig.update_layout(
         **base_layout(height=380),
         xaxis={
-            "title": "automated (predictions nobody looks at)",
+            "title": "automated (nobody looks at them)",
             "tickformat": ".0%",
             "range": [-0.02, 1.02],
         },

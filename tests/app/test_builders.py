@@ -464,3 +464,16 @@ def test_screenshots_keep_every_chart_colour_exactly():
     small = shots.quantize(image).convert("RGB")
     for i, color in enumerate(colors):
         assert small.getpixel((12 + 12 * i, 12)) == tuple(int(color[k:k + 2], 16) for k in (1, 3, 5)), color
+
+
+def test_half_width_charts_have_axis_titles_that_fit(strong):
+    """At 1,024 px a half-width chart shows about 36 characters of an axis title; longer ones
+    were cut ("automation rate (predictions not review")."""
+    documents = automation.tradeoff_figure(strong.curve, None, None, x="straight_through_rate",
+                                           y="document_accuracy",
+                                           labels=("straight through (none below τ)", "documents right"))
+    figures = [automation.tradeoff_figure(strong.curve, 0.5, 0.95), documents,
+               automation.policies_figure(strong.curve, strong.curve, None, None),
+               automation.threshold_figure(strong.curve, 0.5, 0.95)]
+    for fig in figures:
+        assert len(fig.layout.xaxis.title.text) <= 36, fig.layout.xaxis.title.text
