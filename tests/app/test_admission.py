@@ -162,23 +162,27 @@ def _run_threads(targets, timeout: float = 20.0) -> None:
 
 def test_no_more_heavy_work_at_once_than_the_limit():
     store = Store(heavy_slots=2, heavy_bytes=MIB)
-    lock, running, most = threading.Lock(), [0], [0]
+    changed, running, most = threading.Condition(), [0], [0]
 
-    def work():
-        with lock:
+    def work(together: int):
+        """Runs until ``together`` pieces run at once (or 2 s): reaches it whenever it may."""
+        with changed:
             running[0] += 1
             most[0] = max(most[0], running[0])
-        time.sleep(0.05)
-        with lock:
+            changed.notify_all()
+            changed.wait_for(lambda: running[0] >= together, timeout=2)
+        time.sleep(0.01)
+        with changed:
             running[0] -= 1
         return "done"
 
     results = []
-    _run_threads([lambda i=i: results.append(store.get(f"load{i}", work, cost=2 * MIB)) for i in range(6)])
-    assert results == ["done"] * 6 and most[0] == 2
-    light = []
-    _run_threads([lambda i=i: light.append(store.get(f"light{i}", work, cost=MIB // 2)) for i in range(6)])
-    assert most[0] > 2  # light work does not take turns
+    _run_threads([lambda i=i: results.append(store.get(f"load{i}", lambda: work(3), cost=2 * MIB))
+                  for i in range(6)])
+    assert results == ["done"] * 6 and most[0] == 2  # never a third heavy one
+    most[0] = 0
+    _run_threads([lambda i=i: store.get(f"light{i}", lambda: work(3), cost=MIB // 2) for i in range(6)])
+    assert most[0] >= 3  # light work does not take turns
     assert store.stats()["heavy_running"] == 0 and store.stats()["heavy_waiting"] == 0
 
 
