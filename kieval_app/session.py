@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -59,15 +60,22 @@ from .text import file_size, md
 SOURCES, PENDING, REFUSED, MESSAGES, UPLOADER = "sources", "pending", "refused", "messages", "uploader"
 WORKSPACE, DOC, URL, FRESH, MODEL = "workspace", "doc", "url", "fresh", "model"
 ARRIVAL, DELETE_RUN = "arrival", "delete_run"
+#: The server's GIL switch interval (Python's default is 5 ms; see :func:`store`).
+SWITCH_INTERVAL_S = 0.001
 
 
 @st.cache_resource(show_spinner=False)
 def store() -> Store:
     """The one store of this server process (``KIEVAL_IDLE_CACHE_MB`` sizes its idle part,
     the memory budget of :mod:`kieval_core.limits` its admissions, the heavy loads limit
-    how many large reads and scorings run at once)."""
+    how many large reads and scorings run at once); made once, with the process's GIL
+    switch interval shortened (:data:`SWITCH_INTERVAL_S`)."""
     idle = int(os.environ.get("KIEVAL_IDLE_CACHE_MB", IDLE_BYTES // 2**20)) * 2**20
     limits = Limits.from_env("app")
+    # A session's script gives the GIL up at every wait (a socket, Arrow, a lock) and, beside
+    # a read in another thread, waited up to the switch interval (5 ms) each time to get it
+    # back: page switches during uploads took 2.1-2.5 s; with 1 ms, 0.93 s (bench/README.md).
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     return Store(idle_bytes=idle, budget=limits.memory_bytes, heavy_slots=limits.heavy_loads)
 
 
