@@ -158,6 +158,7 @@ def test_upload_automation_threshold_and_error_download(app_url, tmp_path):
 
         # a click on a point of the trade-off curve chooses that point's threshold
         chart = page.locator(".st-key-auto_tradeoff .js-plotly-plot")
+        expect(chart).to_have_count(1)  # a redraw briefly shows the old chart beside the new one
         chart.scroll_into_view_if_needed()
         point = chart.evaluate(
             """(gd) => {
