@@ -177,7 +177,7 @@ def _document(order: list[str]) -> None:
 
         values_table = {
             "key": VALUES, "on_select": "rerun", "selection_mode": "single-row", "hide_index": True,
-            "column_config": {"confidence": st.column_config.NumberColumn(format="%.3f")}, "placeholder": "",
+            "column_config": {"confidence": st.column_config.NumberColumn(format="%.4f")}, "placeholder": "",
         }
         if len(boxes):
             frame = document_view.page_frame(boxes, image)

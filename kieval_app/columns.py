@@ -139,7 +139,9 @@ def shown(
             config[column] = st.column_config.NumberColumn(label, format="%d")
         elif column in counts:
             config[column] = st.column_config.NumberColumn(label, format="localized")
-        elif column in ("confidence", "mean_confidence", "brier", "auroc"):
+        elif column in ("confidence", "mean_confidence"):  # as thresholds are written
+            config[column] = st.column_config.NumberColumn(label, format="%.4f")
+        elif column in ("brier", "auroc"):
             config[column] = st.column_config.NumberColumn(label, format="%.3f")
         elif column == "threshold":
             config[column] = st.column_config.NumberColumn(label, format="%.4f")

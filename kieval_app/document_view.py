@@ -19,6 +19,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from kieval_core.read.page_images import Page
+from kieval_core.report.tables import confidence_text
 
 from .style import STATUS_COLORS, base_layout
 from .text import plain
@@ -84,7 +85,7 @@ def _hover(boxes: pd.DataFrame) -> list[str]:
         boxes["side"], boxes["status"], boxes["entity_type"], boxes["value"], boxes["confidence"],
         boxes["pair"], strict=True,
     ):
-        confidence = "" if side == "gt" or conf != conf else f"<br>confidence {conf:.3f}"
+        confidence = "" if side == "gt" or conf != conf else f"<br>confidence {confidence_text(conf)}"
         line = f"<br>group pair {pair}" if pair else ""
         label = STATUS_STYLE[status][2]
         out.append(f"<b>{plain(etype, 40)}</b>: {plain(value, 80)}<br>{label}{confidence}{line}")

@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 
 from kieval_core import ModelResult
 from kieval_core.count.alignment import document_alignment, group_pairs
+from kieval_core.report.tables import confidence_text
 
 from .diff import diff_html
 from .style import LEGEND_ABOVE, STATUS_COLORS, base_layout
@@ -148,7 +149,7 @@ def alignment_rows(model: ModelResult, doc_id: str, table: pd.DataFrame | None =
             gt, pred = diff_html(row.gt_value, row.pred_value)
         else:
             gt, pred = diff_html(row.gt_value, None)[0], diff_html(None, row.pred_value)[1]
-        confidence = "" if row.confidence != row.confidence else f"{row.confidence:.3f}"
+        confidence = confidence_text(row.confidence)
         pair = plain(pair_label(row.group_type, int(row.gt_group), int(row.pred_group)))
         status = row.status if row.cause is None else f"{row.status}: {row.cause.replace('_', ' ')}"
         rows.append(([pair, plain(row.entity_type), gt, pred, confidence, plain(status)], row.status))

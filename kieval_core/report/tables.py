@@ -97,3 +97,17 @@ def threshold_text(tau: float | None, short: bool = False) -> str:
         return "> 1" if short else "> 1 (review all)"
     text = f"{tau:.4f}"
     return f"> {text}" if 0 < tau - float(text) < 1e-9 else text
+
+
+def confidence_text(confidence: float | None) -> str:
+    """A confidence for people, with the four decimals of :func:`threshold_text`; one below
+    1 that four decimals would round up reads "> 0.9999", not "1.0000", so a reader never
+    takes a prediction that would be reviewed at τ 1 for a certain one. No confidence is "".
+
+    >>> confidence_text(0.66754), confidence_text(0.99996), confidence_text(1.0), confidence_text(None)
+    ('0.6675', '> 0.9999', '1.0000', '')
+    """
+    if confidence is None or confidence != confidence:
+        return ""
+    text = f"{confidence:.4f}"
+    return "> 0.9999" if text == "1.0000" and confidence < 1.0 else text

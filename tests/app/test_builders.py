@@ -122,6 +122,14 @@ def test_file_values_are_escaped_in_figures_and_tables():
     assert "<a href" not in html and "&lt;a href" in html
 
 
+def test_confidences_read_like_thresholds():
+    """Four decimals, as τ is written; a confidence below 1 is never shown as 1."""
+    model = _one_doc({"a": "x", "b": "y"}, {"a": {"value": "x", "confidence": 0.99996},
+                                              "b": {"value": "z", "confidence": 0.66754}})
+    shown = {row[1]: row[4] for row, _ in documents.alignment_rows(model, "d")}
+    assert shown == {"a": "> 0.9999", "b": "0.6675"}
+
+
 def test_substitutions_are_marked_character_by_character():
     gt, pred = diff_html("KM 458.4 BKT LANJAN UTARA, L/RA 458", "KM 458.4 BKT LANJAN UTARA, L/RA458")
     assert gt.count("<mark") == 1 and pred.count("<mark") == 0  # the missing space, shown on the GT side
