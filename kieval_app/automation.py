@@ -146,13 +146,7 @@ def threshold_figure(
                 "%{customdata[1]:,} predictions reviewed<extra></extra>",
             )
         )
-    if target is not None:
-        fig.add_hline(
-            y=target,
-            line={"dash": "dot", "color": NEUTRAL_COLOR},
-            annotation_text=f"target {target:.0%}",
-            annotation_position="bottom left",
-        )
+    _mark_choice(fig, None, target)
     rank = _marker_rank(shown, tau)
     if rank is not None:
         fig.add_vline(x=rank, line={"color": "#333", "width": 1.5})

@@ -194,6 +194,14 @@ def test_cause_colours_are_shades_of_their_kind():
 # --- automation ---------------------------------------------------------------------------
 
 
+def test_the_threshold_chart_draws_the_target_line(strong):
+    targets = [s for s in automation.threshold_figure(strong.curve, 0.5, 0.95).layout.shapes
+               if s.line.dash == "dot"]
+    assert [(s.y0, s.y1) for s in targets] == [(0.95, 0.95)]
+    assert not [s for s in automation.threshold_figure(strong.curve, 0.5, None).layout.shapes
+                if s.line.dash == "dot"]
+
+
 def test_curves_are_steps_through_real_operating_points(strong):
     fig = automation.threshold_figure(strong.curve, 0.5, 0.95)
     lines = [t for t in fig.data if t.name in ("accuracy after review", "automation rate")]
