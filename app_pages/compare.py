@@ -102,14 +102,17 @@ with right:
         st.info("The two models score every document the same.")
     fmt = "{:,.0f}" if column == "corrections" else "{:.2%}"
     for row in worst.itertuples(index=False):
-        text, link_a, link_b = st.columns([4, 1, 1], vertical_alignment="center")
-        text.markdown(f"{md(row.doc_id)}: {fmt.format(row.A)} → {fmt.format(row.B)}")
-        for link, side, model_name in ((link_a, "A", name_a), (link_b, "B", name_b)):
-            link.page_link(
+        # the links as wide as their labels (in columns of 1/6 they showed their icons only at
+        # 1,024 px): at the right of the figures, or under them on narrow screens
+        line = st.container(horizontal=True, vertical_alignment="center", gap="small")
+        line.markdown(f"{md(row.doc_id)}: {fmt.format(row.A)} → {fmt.format(row.B)}")
+        for side, model_name in (("A", name_a), ("B", name_b)):
+            line.page_link(
                 "app_pages/documents.py",
                 label=side,
                 icon=":material/description:",
                 query_params={"doc": row.doc_id, "model": model_name},
                 help=f"Open this document as seen by {md(model_name)}",
+                width="content",
             )
     st.caption(f"{md(label)} of A → B per document.")

@@ -29,13 +29,15 @@ st.caption(
 )
 
 # --- which documents ---------------------------------------------------------------------
-f1, f2, f3, f4 = st.columns([3, 3, 3, 2], vertical_alignment="bottom")
+# one wrapping row: side by side when they fit, the toggle on a line of its own when not
+# (four columns cut its label to "Only ..." at 1,024 px)
+filters = st.container(horizontal=True, vertical_alignment="bottom")
 type_options = sorted(model.by_entity_type["entity_type"])
 session.keep_valid("docs_types", type_options)
-entity_types = f1.multiselect(
+entity_types = filters.multiselect(
     "With errors in fields", type_options, key="docs_types", placeholder="any field", persist_state="session"
 )
-kinds = f2.multiselect(
+kinds = filters.multiselect(
     "With errors of kind",
     KINDS,
     format_func=KIND_LABELS.get,
@@ -43,8 +45,8 @@ kinds = f2.multiselect(
     placeholder="any kind",
     persist_state="session",
 )
-sort = f3.selectbox("Order", list(documents.SORTS), key="docs_sort", persist_state="session")
-only_errors = f4.toggle("Only with errors", key="docs_only_errors", persist_state="session")
+sort = filters.selectbox("Order", list(documents.SORTS), key="docs_sort", persist_state="session")
+only_errors = filters.toggle("Only with errors", key="docs_only_errors", persist_state="session")
 table = session.view(
     "documents",
     lambda: documents.document_table(model, entity_types, kinds, only_errors, sort),

@@ -112,8 +112,9 @@ else:
     )
 
 st.subheader("All corrections")
-f1, f2, f4, f3 = st.columns([2, 3, 2, 3])
-kinds = f1.multiselect(
+# one wrapping row (four columns cut "every kind" and "every cause" at 1,024 px)
+filters = st.container(horizontal=True, vertical_alignment="bottom")
+kinds = filters.multiselect(
     "Kind",
     KINDS,
     format_func=KIND_LABELS.get,
@@ -123,13 +124,13 @@ kinds = f1.multiselect(
 )
 type_options = sorted(model.by_entity_type["entity_type"])
 session.keep_valid("errors_types", type_options)
-entity_types = f2.multiselect(
+entity_types = filters.multiselect(
     "Field", type_options, key="errors_types", placeholder="every field", persist_state="session"
 )
-causes = f4.multiselect(
+causes = filters.multiselect(
     "Cause", list(CAUSES), key="errors_causes_filter", placeholder="every cause", persist_state="session"
 )
-search = f3.text_input(
+search = filters.text_input(
     "Search document id or value", key="errors_search", placeholder="plain text", persist_state="session"
 )
 error_list = session.view(

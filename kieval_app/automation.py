@@ -167,7 +167,7 @@ def tradeoff_figure(
     target: float | None,
     x: str = "auto_rate",
     y: str = "kieval_aligned",
-    labels: tuple[str, str] = ("automated (predictions not reviewed)", "accuracy after review"),
+    labels: tuple[str, str] = ("automated (not reviewed)", "accuracy after review"),
 ) -> go.Figure:
     """The real operating points (automation, accuracy), and the best accuracy that keeps
     at least a given automation as a staircase between them (no interpolation): points run

@@ -156,6 +156,13 @@ def alignment_rows(model: ModelResult, doc_id: str, table: pd.DataFrame | None =
     return rows
 
 
+#: The matching chart's labels: two lines (the group's line, then its values) of at most this
+#: many characters each, in the 2 of the x axis' 5 units on each side of the links: ~210 px
+#: at 1,024 px, where one line of 46 characters and the side's name were cut.
+MATCHING_LABEL_CHARS = 28
+MATCHING_X_RANGE = [-2.0, 3.0]
+
+
 def matching_figure(model: ModelResult, doc_id: str, pairs: pd.DataFrame | None = None) -> go.Figure:
     """GT groups (left) and predicted groups (right), one row per pair; matched pairs are
     linked by a line labelled with S (shared identical entities); unmatched groups stand
@@ -191,7 +198,7 @@ def matching_figure(model: ModelResult, doc_id: str, pairs: pd.DataFrame | None 
             labels["y"].append(y)
             labels["text"].append(f"S={row.shared}" + (" ✓" if row.status == "exact" else ""))
             labels["color"].append(color)
-        label = "non-group" if non_group else plain(row.group_type, 20)
+        label = "non-group" if non_group else plain(row.group_type, MATCHING_LABEL_CHARS - 9)
         for x, present, by, side, index in (
             (0, has_gt, g_by, "GT", row.gt_group),
             (1, has_pr, p_by, "pred", row.pred_group),
@@ -200,12 +207,13 @@ def matching_figure(model: ModelResult, doc_id: str, pairs: pd.DataFrame | None 
                 continue
             entities = by.get((row.group_type, -1 if non_group else index))
             entities = entities if entities is not None else g.iloc[:0]
-            name = f"{label}" if non_group else f"{label} {side} line {index + 1}"
+            line = label if non_group else f"{label} line {index + 1}"  # the side is the column's title
             points = sides[side]
             points["x"].append(x)
             points["y"].append(y)
             points["color"].append(color)
-            points["text"].append(f"{name}: {_summary(entities, 46)}")
+            points["text"].append(f"{line}<br>{_summary(entities, MATCHING_LABEL_CHARS)}")
+            name = label if non_group else f"{label} {side} line {index + 1}"
             points["hovertext"].append(f"<b>{name}</b> ({row.status})<br>{_hover(entities)}")
     # plain dicts, not validated when built (a go.Scatter per trace validates each twice;
     # the next document waits for it): tests/app/test_builders.py validates the figure
@@ -233,10 +241,10 @@ def matching_figure(model: ModelResult, doc_id: str, pairs: pd.DataFrame | None 
         for status, color in _PAIR_COLORS.items()
     ]
     layout = base_layout(
-        height=110 + 34 * max(n, 1),
-        xaxis={"range": [-1.6, 2.6], "visible": False, "fixedrange": True},
+        height=120 + 42 * max(n, 1),
+        xaxis={"range": MATCHING_X_RANGE, "visible": False, "fixedrange": True},
         yaxis={"visible": False, "range": [-0.8, n - 0.2], "fixedrange": True},
-        legend=LEGEND_ABOVE,
+        legend={**LEGEND_ABOVE, "x": 0.5, "xanchor": "center"},  # over the two columns
         annotations=[
             {"x": 0, "y": n - 0.35, "text": "<b>ground truth</b>", "showarrow": False, "xanchor": "right",
              "yshift": 12},
