@@ -135,7 +135,8 @@ def _evaluate_options(ev: argparse.ArgumentParser) -> None:
                         help="accuracy after review for the recommended threshold (default 0.95)")
     decide.add_argument("--document-target", type=float, metavar="A",
                         help="share of documents right after review, for the document-level "
-                             "recommendation (default: the target accuracy)")
+                             "recommendation reviewing single predictions (default: the target "
+                             "accuracy); a line under the summary names the τ it chose")
     decide.add_argument("--cost", action="append", default=[], metavar="NAME=VALUE",
                         type=lambda t: _pair(t, "--cost"),
                         help="review=1, document=0, substitution=10, addition=10, deletion=10 "
@@ -331,7 +332,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from .evaluate import evaluate
     from .read.formats import LoadOptions
     from .report.decisions import DecisionOptions
-    from .report.render import decision_notes, render_report, summary_frame
+    from .report.render import decision_notes, document_target_line, render_report, summary_frame
     from .report.results import all_error_lists
     from .report.runs import RunStage
     from .report.suggest import hint_lines
@@ -379,6 +380,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         print("\n".join(for_terminal(line) for line in summary.splitlines()))
         for line in decision_notes(report.figures):
             print(for_terminal(line))
+        if args.document_target is not None:  # its figures have no row of the table
+            print(for_terminal(document_target_line(report.figures)))
         if result.comparators:
             compared = ", ".join(f"{t}={c}" for t, c in result.comparators.items())
             print(for_terminal(f"comparators: {compared}"))

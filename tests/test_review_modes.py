@@ -362,3 +362,44 @@ def test_summary_names_review_all_and_the_best_reachable(tmp_path, capsys):
             "gate automation.recommended.auto_rate >= 0.5") in capsys.readouterr().err
     costs = "per error left: substitution 1, addition 3, deletion 1 (--cost)"
     assert any(line.endswith(costs) for line in lines)
+
+
+def test_document_target_says_what_it_chose(tmp_path, capsys):
+    """--document-target drives automation.documents.recommended only, which no row of the
+    summary shows: a line says what it chose. Worked by hand: receipt a is right (0.9),
+    receipt b's only value is wrong (0.3), receipt c's value is missing (never fixed by a
+    review of predictions). At τ 0 one document in 3 is right, all go straight through; at
+    τ 0.9 b's value is reviewed: 2 of 3 right, a and c straight through; above 0.9 nothing
+    goes through. So 0.6 of documents right needs τ 0.9, and 1 is out of reach (best 2/3)."""
+    gt, pred = tmp_path / "gt.jsonl", tmp_path / "m.jsonl"
+    gt.write_text("".join(f'{{"doc_id": "{d}", "x": "1"}}\n' for d in "abc"), "utf-8")
+    pred.write_text('{"doc_id": "a", "x": {"value": "1", "confidence": 0.9}}\n'
+                    '{"doc_id": "b", "x": {"value": "2", "confidence": 0.3}}\n{"doc_id": "c"}\n', "utf-8")
+    command = ["evaluate", "--gt", str(gt), "--pred", str(pred), "--bootstrap", "0"]
+
+    def said(*options: str) -> list[str]:
+        main([*command, *options])
+        return [line for line in capsys.readouterr().out.splitlines() if line.startswith("document target")]
+
+    assert said() == []  # not asked: the summary is as before
+    assert said("--document-target", "0.6") == [
+        "document target 0.6 (--document-target), reviewing single predictions: m τ 0.9000: 0.6667 of "
+        "documents right after review, 0.6667 straight through"]
+    assert said("--document-target", "1") == [
+        "document target 1 (--document-target), reviewing single predictions: m not reachable (best 0.6667 "
+        "of documents right with some straight through)"]
+    assert said("--document-target", "0.3") == [  # τ 0: no review at all reaches a third
+        "document target 0.3 (--document-target), reviewing single predictions: m τ 0.0000: 0.3333 of "
+        "documents right after review, 1.0000 straight through"]
+    assert said("--document-target", "1", "--review", "documents") == [
+        "document target 1 (--document-target): not used, it applies to reviewing single predictions "
+        "(--review predictions or both)"]
+    out = tmp_path / "r.json"
+    said("--document-target", "0.6", "--json", str(out))
+    recommended = json.loads(out.read_text("utf-8"))["models"]["m"]["automation"]["documents"]["recommended"]
+    assert recommended["threshold"] == 0.9 and recommended["accuracy"] == pytest.approx(2 / 3)
+    bare = tmp_path / "bare.jsonl"
+    bare.write_text('{"doc_id": "a", "x": "1"}\n', "utf-8")
+    command += ["--pred", str(bare)]
+    assert said("--document-target", "0.6")[0].endswith(
+        "m τ 0.9000: 0.6667 of documents right after review, 0.6667 straight through; bare no confidences")

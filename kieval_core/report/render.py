@@ -24,7 +24,7 @@ from .decisions import DecisionOptions, automation_section
 from .inputs import model_row
 from .registry import metrics_of
 from .results import EvaluationResult, ModelResult
-from .tables import cell_text
+from .tables import cell_text, threshold_text
 
 
 def _plain(value: Any) -> Any:
@@ -289,3 +289,28 @@ def decision_notes(report: dict) -> list[str]:
             lines.append(f"{name}: {recommended['target']:g} is not reachable with automation, reviewing "
                          f"{policy} (best {cell_text(best)}: only reviewing everything gets there)")
     return lines
+
+
+def document_target_line(report: dict) -> str:
+    """What ``--document-target`` chose, in one line: per model, the smallest τ (reviewing
+    single predictions) at which that share of documents is right after review with some
+    documents straight through (``automation.documents.recommended``), or why there is none;
+    the target is not used when single predictions are not reviewed."""
+    target = report["decisions"]["document_target"]
+    said = f"document target {target:g} (--document-target)"
+    if report["decisions"]["review"] == "documents":
+        return (f"{said}: not used, it applies to reviewing single predictions "
+                "(--review predictions or both)")
+    parts = []
+    for name, figures in report["models"].items():
+        recommended = value_at(figures, "automation.documents.recommended")
+        if recommended is None:
+            parts.append(f"{name} no confidences")
+        elif not recommended["reachable"]:
+            best = cell_text(recommended["best_reachable"])
+            parts.append(f"{name} not reachable (best {best} of documents right with some straight through)")
+        else:
+            parts.append(f"{name} τ {threshold_text(recommended['threshold'])}: "
+                         f"{cell_text(recommended['accuracy'])} of documents right after review, "
+                         f"{cell_text(recommended['straight_through_rate'])} straight through")
+    return f"{said}, reviewing single predictions: " + "; ".join(parts)
