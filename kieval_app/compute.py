@@ -6,8 +6,9 @@ KIEval family at once (seconds even at 10,000 receipts), through the pipeline of
 from the server's :class:`~kieval_app.store.Store`: a file already read with the same
 options, or a model already scored against the same ground truth, is not computed again,
 by this session or any other (the uploads score a file to check it, so the workspace
-finds it scored). Peer metric families are computed in the background by the core's
-``peer_metrics``, one task per model, and join the results when they are ready
+finds it scored); a heavy read runs in a child process (:mod:`kieval_app.isolation`) that
+a cancelled upload stops at once. Peer metric families are computed in the background by
+the core's ``peer_metrics``, one task per model, and join the results when they are ready
 (:attr:`Workspace.pending`). Pages derive their tables through :func:`view`, cached per
 (workspace, view, parameters). This module keeps only cache keys, progress and scheduling.
 
@@ -40,6 +41,7 @@ from kieval_core.report.scoring import (
     peer_metrics,
 )
 
+from .isolation import ChildDied, run_isolated
 from .sources import AppOptions, Source, Sources
 from .store import Busy, Store, Task, TaskCancelled
 
@@ -94,6 +96,9 @@ def _dataset_key(source: Source, options: AppOptions, role: str) -> tuple:
     return ("dataset", source.digest, source.name, options.load_options(role), _keep_structures(options))
 
 
+#: Called every fraction of a second while a read or a scoring waits: with the number of
+#: heavy pieces of work ahead while it waits for its turn (:class:`Store`), with 0 while its
+#: file is read in a child process. Each call is where the app stops a cancelled run.
 Waiting = Callable[[int], None]
 
 
@@ -101,15 +106,23 @@ def read_dataset(store: Store, source: Source, options: AppOptions, role: str,
                  waiting: Waiting | None = None) -> Dataset:
     """A file read with the options of its role (``"gt"`` or ``"pred"``), once per content
     and options: the upload check, the scoring and the peer metrics share the copy.
-    ``waiting(n)`` is called while a large read waits for its turn (:class:`Store`)."""
+
+    A heavy read (estimated at the store's ``heavy_bytes`` or more) runs in a child process
+    (:func:`~kieval_app.isolation.run_isolated`): the server's other sessions keep the GIL,
+    and a read whose ``waiting`` raises (a cancelled upload) is stopped at once, its memory
+    freed. It raises what the read raised, or :class:`~kieval_app.isolation.ChildDied`."""
     name = "ground truth" if role == "gt" else source.stem
+    cost = load_estimate(source.data, source.name)
+    arguments = (source.data, source.name, options.load_options(role))
+    keywords = {"name": name, "keep_structures": _keep_structures(options)}
 
     def read() -> Dataset:
-        return load_bytes(source.data, source.name, options.load_options(role), name=name,
-                          keep_structures=_keep_structures(options))
+        if cost < store.heavy_bytes:
+            return load_bytes(*arguments, **keywords)
+        tick = None if waiting is None else lambda: waiting(0)
+        return run_isolated(load_bytes, *arguments, tick=tick, **keywords)
 
-    return store.get(_dataset_key(source, options, role), read, cost=load_estimate(source.data, source.name),
-                     waiting=waiting)
+    return store.get(_dataset_key(source, options, role), read, cost=cost, waiting=waiting)
 
 
 def waiting_text(ahead: int) -> str:
@@ -123,9 +136,10 @@ def waiting_text(ahead: int) -> str:
 
 def while_waiting(progress: Progress, share: float, text: str) -> Waiting:
     """The ``waiting`` callback of a read or a scoring shown as ``text`` at ``share`` of a
-    progress bar: how many uploads are ahead while it waits for its turn (each call is
-    also where Streamlit stops a run that was cancelled: it then leaves the queue)."""
-    return lambda ahead: progress(share, f"{text}: {waiting_text(ahead)}")
+    progress bar: how many uploads are ahead while it waits for its turn, ``text`` alone
+    while its file is read (each call is also where Streamlit stops a run that was
+    cancelled: it then leaves the queue, or its read is stopped)."""
+    return lambda ahead: progress(share, f"{text}: {waiting_text(ahead)}" if ahead else text)
 
 
 def admit_upload(store: Store, session: str, sources: Sources, source: Source, options: AppOptions) -> None:
@@ -202,8 +216,8 @@ def score(store: Store, gt: Source, pred: Source, options: AppOptions,
     """
 
     def compute() -> tuple[ModelResult, KeyCounts]:
-        gt_set = read_dataset(store, gt, options, "gt")
-        pred_set = read_dataset(store, pred, options, "pred")
+        gt_set = read_dataset(store, gt, options, "gt", waiting)
+        pred_set = read_dataset(store, pred, options, "pred", waiting)
         model = evaluate_model(gt_set, pred_set, name=pred.stem, normalizer=options.normalizer)
         return model, KeyCounts.of(pred_set)
 
@@ -222,9 +236,12 @@ def _peer_work(store: Store, gt: Source, pred: Source, options: AppOptions) -> C
             if done < total:
                 task.checkpoint()
 
+        def waiting(_ahead: int) -> None:
+            task.checkpoint()  # a read nobody wants any more is stopped too
+
         try:
-            gt_set = read_dataset(store, gt, options, "gt")
-            pred_set = read_dataset(store, pred, options, "pred")
+            gt_set = read_dataset(store, gt, options, "gt", waiting)
+            pred_set = read_dataset(store, pred, options, "pred", waiting)
             return peer_metrics(gt_set, pred_set, options.peer_families, options.peer_options, step)
         except TaskCancelled:
             raise
@@ -323,6 +340,8 @@ def read_message(source: Source, exc: Exception) -> str:
         return str(exc)
     if isinstance(exc, Busy):
         return f"{source.name}: not read, {exc}"
+    if isinstance(exc, ChildDied):
+        return f"{source.name}: could not be read, {exc}"
     return f"{source.name}: could not be read ({type(exc).__name__}: {exc})"
 
 

@@ -49,7 +49,7 @@ from kieval_core.limits import Limits
 from kieval_core.read.page_images import directory_files
 from kieval_core.report.retention import default_runs_dir, is_run_id
 
-from . import compute
+from . import compute, isolation
 from .compute import Workspace
 from .launch import IMAGES_DIR, OPEN_RUN
 from .reaper import Reaper, streamlit_reaper
@@ -69,13 +69,15 @@ def store() -> Store:
     """The one store of this server process (``KIEVAL_IDLE_CACHE_MB`` sizes its idle part,
     the memory budget of :mod:`kieval_core.limits` its admissions, the heavy loads limit
     how many large reads and scorings run at once); made once, with the process's GIL
-    switch interval shortened (:data:`SWITCH_INTERVAL_S`)."""
+    switch interval shortened (:data:`SWITCH_INTERVAL_S`) and the fork server of the
+    heavy reads started (:mod:`kieval_app.isolation`)."""
     idle = int(os.environ.get("KIEVAL_IDLE_CACHE_MB", IDLE_BYTES // 2**20)) * 2**20
     limits = Limits.from_env("app")
     # A session's script gives the GIL up at every wait (a socket, Arrow, a lock) and, beside
     # a read in another thread, waited up to the switch interval (5 ms) each time to get it
     # back: page switches during uploads took 2.1-2.5 s; with 1 ms, 0.93 s (bench/README.md).
     sys.setswitchinterval(SWITCH_INTERVAL_S)
+    isolation.warm()  # heavy reads run in child processes (compute.read_dataset)
     return Store(idle_bytes=idle, budget=limits.memory_bytes, heavy_slots=limits.heavy_loads)
 
 

@@ -87,8 +87,9 @@ def cancel_pending() -> None:
     """The Cancel button beside the progress of uploads: the queue is dropped and nothing of
     the batch is loaded; the session keeps what it had. Streamlit starts the new run at
     once (fast reruns) and stops the old one at its next Streamlit call: a file waiting for
-    its turn leaves the queue within half a second; a file being read is read to the end
-    in the background (its memory counted until then) and kept in the store."""
+    its turn leaves the queue within half a second; a large file being read (in a child
+    process, :func:`compute.read_dataset`) has its read stopped, its CPU and memory freed,
+    within a quarter of a second. A small file's read (a fraction of a second) ends first."""
     names = [source.name for _, source in st.session_state[PENDING]]
     st.session_state[PENDING] = []
     st.session_state[MESSAGES] = [("warning", f"cancelled: {', '.join(names)} not loaded")]
@@ -123,7 +124,7 @@ def process_pending(options: AppOptions, show, cancel_slot=None) -> None:
             compute.admit_upload(shared, session_id(), sources, source, options)
             if role == "gt":
                 compute.read_dataset(shared, source, options, "gt", waiting)
-                sources, refused, notes = _new_ground_truth(sources, source, refused, options)
+                sources, refused, notes = _new_ground_truth(sources, source, refused, options, waiting)
                 messages += [("success", f"{source.name}: loaded as the ground truth"), *notes]
                 continue
             if sources.gt is not None:  # scored now (cached): the workspace finds it scored
@@ -143,14 +144,15 @@ def process_pending(options: AppOptions, show, cancel_slot=None) -> None:
     st.session_state.update({SOURCES: sources, REFUSED: refused, MESSAGES: messages, PENDING: []})
 
 
-def _new_ground_truth(sources: Sources, gt: Source, refused: list, options: AppOptions):
+def _new_ground_truth(sources: Sources, gt: Source, refused: list, options: AppOptions,
+                      waiting: compute.Waiting | None = None):
     """The new ground truth with every prediction that fits it: the loaded ones (of an
     upload, not a sample) and the ones kept aside."""
     candidates = [*([] if sources.sample else sources.predictions), *(s for s, _ in refused)]
     kept, still_refused, notes = [], [], []
     for pred in candidates:
         try:
-            compute.score(store(), gt, pred, options)
+            compute.score(store(), gt, pred, options, waiting)
         except Exception as exc:
             still_refused.append((pred, compute.read_message(pred, exc)))
             notes.append(("warning", f"{pred.name}: set aside, it does not fit the new ground truth"))

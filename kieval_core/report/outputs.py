@@ -209,6 +209,10 @@ class Interrupted(BaseException):  # noqa: N818 - like KeyboardInterrupt, not an
         self.signum = signum
         super().__init__(signal.Signals(signum).name)
 
+    def __reduce__(self):
+        """Pickled with its signal number (the message is its name, not an argument)."""
+        return type(self), (self.signum,)
+
     @property
     def exit_code(self) -> int:
         return 128 + self.signum

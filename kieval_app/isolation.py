@@ -1,0 +1,168 @@
+"""Heavy work in a child process the server can kill at once.
+
+A read of a large file parses for seconds in pure Python: in a thread of the server it
+holds the GIL against every other session's script (their clicks wait) and, once started,
+cannot be stopped (a cancelled upload was read to the end). :func:`run_isolated` runs such
+a function in a child process instead and waits for it in short polls
+(:data:`POLL_S`), calling ``tick()`` between them; whatever ends the wait early (``tick``
+raising because the page's run was cancelled, the session ending, any exception) kills
+the child on the way out, so its CPU and memory are freed within a poll. The result comes
+back pickled through a pipe (our own process's objects, not user data); an exception
+raised in the child is raised in the parent with its type and message
+(:class:`~kieval_core.KievalInputError` and its subclasses pickle with their parts); a
+child that dies without an answer (the out-of-memory killer, a crash in a library) raises
+:class:`ChildDied`.
+
+Children start from a ``forkserver`` (never a plain fork of the threaded server) that has
+imported the core's readers already (:data:`PRELOAD`), so one starts in milliseconds;
+:func:`warm` starts that server ahead of the first heavy read. Nothing Streamlit here.
+"""
+
+from __future__ import annotations
+
+import io
+import multiprocessing
+import os
+import pickle
+import signal
+import threading
+from collections.abc import Callable
+from multiprocessing import forkserver, popen_forkserver, reduction, spawn, util
+from multiprocessing.context import set_spawning_popen
+from typing import Any
+
+#: Seconds between two checks of a child (and two calls of ``tick``).
+POLL_S = 0.25
+#: Modules the fork server imports once, so that each child has them already (this one, to
+#: run the child; the core's readers, for the heavy reads).
+PRELOAD = ("kieval_app.isolation", "kieval_core.read.formats")
+
+_CONTEXT = multiprocessing.get_context("forkserver")
+_CONTEXT.set_forkserver_preload(list(PRELOAD))
+
+
+class _Popen(popen_forkserver.Popen):
+    """The fork server's launch (as the standard library's), but the child is not told to
+    run the parent's main module: in a Streamlit server ``__main__`` is the page script of
+    the latest run (Streamlit puts it there at every run), which the child would run again
+    as it starts. The child needs only the module of the function it runs."""
+
+    def _launch(self, process_obj) -> None:
+        prep_data = spawn.get_preparation_data(process_obj._name)
+        prep_data.pop("init_main_from_name", None)
+        prep_data.pop("init_main_from_path", None)
+        buf = io.BytesIO()
+        set_spawning_popen(self)
+        try:
+            reduction.dump(prep_data, buf)
+            reduction.dump(process_obj, buf)
+        finally:
+            set_spawning_popen(None)
+        self.sentinel, w = forkserver.connect_to_new_process(self._fds)
+        parent_w = os.dup(w)  # the child's sentinel of this process
+        self.finalizer = util.Finalize(self, util.close_fds, (parent_w, self.sentinel))
+        with open(w, "wb", closefd=True) as f:
+            f.write(buf.getbuffer())
+        self.pid = forkserver.read_signed(self.sentinel)
+
+
+class _Process(_CONTEXT.Process):
+    @staticmethod
+    def _Popen(process_obj):  # noqa: N802 - the standard library's name
+        return _Popen(process_obj)
+
+
+class ChildDied(RuntimeError):
+    """The child process ended without an answer: killed (often by the system running out
+    of memory) or crashed; the message says how it ended."""
+
+    def __init__(self, exitcode: int | None) -> None:
+        self.exitcode = exitcode
+        super().__init__(f"its process ended unexpectedly ({_how(exitcode)})")
+
+    def __reduce__(self):
+        return type(self), (self.exitcode,)
+
+
+def _how(exitcode: int | None) -> str:
+    """How a process ended, in words.
+
+    >>> _how(-9)
+    'killed by SIGKILL, perhaps for lack of memory'
+    >>> _how(3)
+    'exit code 3'
+    """
+    if exitcode is None or exitcode >= 0:
+        return f"exit code {exitcode}"
+    name = signal.Signals(-exitcode).name if -exitcode in signal.valid_signals() else f"signal {-exitcode}"
+    return f"killed by {name}" + (", perhaps for lack of memory" if name == "SIGKILL" else "")
+
+
+def warm() -> None:
+    """Start the fork server in the background (it imports :data:`PRELOAD`), so that the
+    first heavy read does not wait for it."""
+    threading.Thread(target=forkserver.ensure_running, name="kieval-forkserver", daemon=True).start()
+
+
+def run_isolated(function: Callable[..., Any], *args: Any, tick: Callable[[], None] | None = None,
+                 **kwargs: Any) -> Any:
+    """``function(*args, **kwargs)`` computed in a child process (module docstring).
+
+    ``function`` and the arguments are pickled to the child (a module-level function);
+    ``tick()`` is called every :data:`POLL_S` while the child runs, and whatever it raises
+    ends the wait and the child. Raises what ``function`` raised, or :class:`ChildDied`.
+    """
+    receiver, sender = _CONTEXT.Pipe(duplex=False)
+    child = _Process(target=_serve, args=(sender, function, args, kwargs), daemon=True,
+                             name=f"kieval-{getattr(function, '__name__', 'work')}")
+    try:
+        child.start()
+    except BaseException:
+        receiver.close()
+        raise
+    finally:
+        sender.close()  # the child's end: EOF here once the child is gone
+    try:
+        while not receiver.poll(POLL_S):
+            if tick is not None:
+                tick()
+        try:
+            succeeded, value = receiver.recv()
+        except EOFError:  # ended without an answer
+            child.join()
+            raise ChildDied(child.exitcode) from None
+    finally:
+        receiver.close()
+        if child.is_alive():
+            child.kill()
+        child.join()
+    if succeeded:
+        return value
+    raise value
+
+
+def _serve(sender, function: Callable[..., Any], args: tuple, kwargs: dict) -> None:
+    """In the child: compute, and send back ``(True, value)`` or ``(False, exception)``."""
+    try:
+        outcome = (True, function(*args, **kwargs))
+    except BaseException as exc:  # noqa: BLE001 - every failure goes back to the parent
+        outcome = (False, _portable(exc))
+    try:
+        sender.send(outcome)
+    except (BrokenPipeError, ConnectionResetError):  # the parent stopped waiting
+        return
+    except Exception as exc:  # noqa: BLE001 - the value itself could not be pickled
+        sender.send((False, _portable(exc)))
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """``exc`` if it comes back from pickle as the same type with the same message, else a
+    :class:`RuntimeError` that names both (an exception class whose ``__init__`` takes other
+    arguments than it passes on cannot be rebuilt by pickle)."""
+    try:
+        back = pickle.loads(pickle.dumps(exc))
+    except Exception:  # noqa: BLE001 - any failure to rebuild it
+        back = None
+    if type(back) is type(exc) and str(back) == str(exc):
+        return exc
+    return RuntimeError(f"{type(exc).__name__}: {exc}")

@@ -1,0 +1,33 @@
+"""Functions the tests of :mod:`kieval_app.isolation` run in a child process (the child
+imports them by name: a test module imported by pytest's importlib mode cannot be)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+
+def raise_it(exc: BaseException) -> None:
+    raise exc
+
+
+class Unrebuildable(Exception):
+    """An exception pickle cannot rebuild: its ``__init__`` takes other arguments."""
+
+    def __init__(self, a: int, b: int) -> None:
+        super().__init__(f"{a} and {b}")
+
+
+def raise_unrebuildable() -> None:
+    raise Unrebuildable(1, 2)
+
+
+def sleep_after_writing_pid(path: str) -> None:
+    Path(path).write_text(str(os.getpid()))
+    time.sleep(60)
+
+
+def kill_self() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)

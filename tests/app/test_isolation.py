@@ -1,0 +1,199 @@
+"""Heavy reads in a child process the server can kill (issue 22: long work in the page can be
+cancelled; other sessions' clicks beside a read): the runner gives back the value and every
+error as itself, a cancelled wait leaves no process behind, a dead child is one message, and
+the app's heavy reads run there (the store's heavy threshold set low to use small files)."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import pkgutil
+import signal
+import time
+from pathlib import Path
+
+import isolated_work
+import psutil
+import pytest
+from builders import replicated_jsonl
+
+import kieval_app
+import kieval_core
+from kieval_app import compute
+from kieval_app.isolation import ChildDied, run_isolated
+from kieval_app.sources import AppOptions, Source
+from kieval_app.store import Busy, Store, TaskCancelled
+from kieval_core import NoCommonDocuments, load_bytes
+from kieval_core.exceptions import KievalInputError, KievalOptionError, UndefinedMetricWarning
+from kieval_core.limits import LimitExceeded
+from kieval_core.read.formats.jsontext import NeedsSourceText
+from kieval_core.read.locations import BadLocation
+from kieval_core.report.outputs import Interrupted
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE_GT = ROOT / "sample_data" / "cord_v2_gt.jsonl"
+
+#: One instance of every exception class of the project (a new class must be added here).
+EXAMPLES = {
+    KievalInputError: KievalInputError("pred.jsonl", "line 3", "invalid JSON"),
+    NoCommonDocuments: NoCommonDocuments("pred.jsonl", None, "no document in common with the ground truth"),
+    LimitExceeded: LimitExceeded("bomb.zip", "uncompressed_mb", "1,000 MiB uncompressed", 512),
+    KievalOptionError: KievalOptionError("unknown normaliser 'x'"),
+    UndefinedMetricWarning: UndefinedMetricWarning("group F1 is 0/0"),
+    BadLocation: BadLocation("'x' is not a number"),
+    NeedsSourceText: NeedsSourceText(),
+    Interrupted: Interrupted(signal.SIGTERM),
+    Busy: Busy("the server is busy (2 sessions, 900 of 1,000 MB in use)"),
+    TaskCancelled: TaskCancelled("peer metrics of m"),
+    ChildDied: ChildDied(-9),
+}
+
+
+def _project_exceptions() -> set[type]:
+    """Every public exception class defined in kieval_core and kieval_app."""
+    found = set()
+    for package in (kieval_core, kieval_app):
+        for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+            module = importlib.import_module(info.name)
+            found |= {c for name, c in vars(module).items() if inspect.isclass(c)
+                      and issubclass(c, BaseException) and c.__module__ == module.__name__
+                      and not name.startswith("_")}
+    return found
+
+
+def _gone(pid: int, within_s: float = 2.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return False  # ended but never reaped would still be a leak
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _readers() -> list[psutil.Process]:
+    """The children the fork server of this process runs (the reads in progress)."""
+    servers = [p for p in psutil.Process().children() if "forkserver" in " ".join(p.cmdline())]
+    return [c for s in servers for c in s.children()]
+
+
+def test_the_child_gives_back_the_value():
+    assert run_isolated(divmod, 7, 2) == (3, 1)
+    assert run_isolated(int, "ff", base=16) == 255
+    data = SAMPLE_GT.read_bytes()
+    read = run_isolated(load_bytes, data, "gt.jsonl", name="ground truth")
+    assert read.doc_ids == load_bytes(data, "gt.jsonl", name="ground truth").doc_ids
+
+
+def test_every_exception_of_the_project_is_listed():
+    assert _project_exceptions() == set(EXAMPLES)
+
+
+@pytest.mark.parametrize("kind", list(EXAMPLES), ids=lambda k: k.__name__)
+def test_an_exception_raised_in_the_child_comes_back_as_itself(kind):
+    """Same type, same message, same parts: every message shown today stays as it is."""
+    exc = EXAMPLES[kind]
+    with pytest.raises(BaseException) as info:
+        run_isolated(isolated_work.raise_it, exc)
+    assert type(info.value) is kind
+    assert str(info.value) == str(exc)
+    assert vars(info.value) == vars(exc)
+
+
+def test_an_exception_pickle_cannot_rebuild_comes_back_named():
+    with pytest.raises(RuntimeError, match=r"^Unrebuildable: 1 and 2$"):
+        run_isolated(isolated_work.raise_unrebuildable)
+
+
+def test_a_cancelled_wait_leaves_no_child(tmp_path):
+    """``tick`` raising (Streamlit stopping a cancelled run) ends the wait and the child."""
+    path = tmp_path / "pid"
+
+    class Cancelled(Exception):
+        pass
+
+    def tick():
+        if path.exists() and path.read_text():
+            raise Cancelled
+
+    started = time.monotonic()
+    with pytest.raises(Cancelled):
+        run_isolated(isolated_work.sleep_after_writing_pid, str(path), tick=tick)
+    assert time.monotonic() - started < 10  # not the child's 60 s
+    assert _gone(int(path.read_text()))
+
+
+@pytest.mark.parametrize(("work", "how"), [
+    ((os._exit, 3), "exit code 3"),
+    ((isolated_work.kill_self,), "killed by SIGKILL, perhaps for lack of memory"),
+])
+def test_a_child_that_dies_gives_one_clear_message(work, how):
+    with pytest.raises(ChildDied) as info:
+        run_isolated(*work)
+    assert str(info.value) == f"its process ended unexpectedly ({how})"
+    message = compute.read_message(Source.of("gt.jsonl", b""), info.value)
+    assert message == f"gt.jsonl: could not be read, its process ended unexpectedly ({how})"
+
+
+# --- the app's reads ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def big_gt(tmp_path_factory) -> Source:
+    """A ground truth that takes about a second to read (heavy for a store whose heavy
+    threshold is 1 MiB)."""
+    path = replicated_jsonl(SAMPLE_GT, tmp_path_factory.mktemp("gt") / "big_gt.jsonl", 12)
+    return Source.of(path.name, path.read_bytes())
+
+
+def test_a_heavy_read_runs_in_a_child_and_a_small_one_in_the_server(big_gt):
+    store = Store(heavy_bytes=2**20)
+    calls: list[int] = []
+    read = compute.read_dataset(store, big_gt, AppOptions(), "gt", calls.append)
+    assert calls and set(calls) == {0}  # told while its child read the file
+    assert read.doc_ids == load_bytes(big_gt.data, big_gt.name, AppOptions().load_options("gt")).doc_ids
+    assert store.peek(compute._dataset_key(big_gt, AppOptions(), "gt")) is read  # kept for every session
+    told = len(calls)
+    small = Source.of("gt.jsonl", SAMPLE_GT.read_bytes())
+    compute.read_dataset(Store(), small, AppOptions(), "gt", calls.append)
+    assert len(calls) == told  # read in the server's thread: nothing to wait for
+
+
+def test_a_cancelled_heavy_read_stops_its_child_at_once(big_gt):
+    """The upload's Cancel: Streamlit raises from the progress update; the read's process is
+    gone within two seconds and nothing is stored or reserved."""
+    store = Store(heavy_bytes=2**20, heavy_slots=1)
+    seen: list[psutil.Process] = []
+
+    class Stopped(Exception):
+        pass
+
+    def waiting(ahead: int) -> None:
+        seen.extend(_readers())
+        raise Stopped
+
+    with pytest.raises(Stopped):
+        compute.read_dataset(store, big_gt, AppOptions(), "gt", waiting)
+    assert seen, "the read was not in a child process"
+    assert all(_gone(p.pid) for p in seen)
+    assert store.peek(compute._dataset_key(big_gt, AppOptions(), "gt")) is None
+    assert store.stats()["reserved"] == 0 and store.stats()["heavy_running"] == 0
+
+
+def test_a_heavy_read_whose_child_is_killed_is_one_message(big_gt):
+    """The out-of-memory killer, as the server sees it: one line naming the file."""
+    store = Store(heavy_bytes=2**20)
+
+    def waiting(ahead: int) -> None:
+        for child in _readers():
+            child.send_signal(signal.SIGKILL)
+
+    with pytest.raises(ChildDied) as info:
+        compute.read_dataset(store, big_gt, AppOptions(), "gt", waiting)
+    assert compute.read_message(big_gt, info.value) == (
+        "big_gt.jsonl: could not be read, its process ended unexpectedly "
+        "(killed by SIGKILL, perhaps for lack of memory)")
+
