@@ -6,11 +6,12 @@ KIEval family at once (seconds even at 10,000 receipts), through the pipeline of
 from the server's :class:`~kieval_app.store.Store`: a file already read with the same
 options, or a model already scored against the same ground truth, is not computed again,
 by this session or any other (the uploads score a file to check it, so the workspace
-finds it scored); a heavy read runs in a child process (:mod:`kieval_app.isolation`) that
-a cancelled upload stops at once. Peer metric families are computed in the background by
-the core's ``peer_metrics``, one task per model, and join the results when they are ready
-(:attr:`Workspace.pending`). Pages derive their tables through :func:`view`, cached per
-(workspace, view, parameters). This module keeps only cache keys, progress and scheduling.
+finds it scored); a heavy read or scoring runs in a child process
+(:mod:`kieval_app.isolation`) that a cancelled upload stops at once. Peer metric families
+are computed in the background by the core's ``peer_metrics``, one task per model, and
+join the results when they are ready (:attr:`Workspace.pending`). Pages derive their
+tables through :func:`view`, cached per (workspace, view, parameters). This module keeps
+only cache keys, progress and scheduling.
 
 No Streamlit here: the frame passes the store, the session id and a progress callback.
 """
@@ -98,7 +99,7 @@ def _dataset_key(source: Source, options: AppOptions, role: str) -> tuple:
 
 #: Called every fraction of a second while a read or a scoring waits: with the number of
 #: heavy pieces of work ahead while it waits for its turn (:class:`Store`), with 0 while its
-#: file is read in a child process. Each call is where the app stops a cancelled run.
+#: file is read or scored in a child process. Each call is where the app stops a cancelled run.
 Waiting = Callable[[int], None]
 
 
@@ -119,10 +120,14 @@ def read_dataset(store: Store, source: Source, options: AppOptions, role: str,
     def read() -> Dataset:
         if cost < store.heavy_bytes:
             return load_bytes(*arguments, **keywords)
-        tick = None if waiting is None else lambda: waiting(0)
-        return run_isolated(load_bytes, *arguments, tick=tick, **keywords)
+        return run_isolated(load_bytes, *arguments, tick=_ticks(waiting), **keywords)
 
     return store.get(_dataset_key(source, options, role), read, cost=cost, waiting=waiting)
+
+
+def _ticks(waiting: Waiting | None) -> Callable[[], None] | None:
+    """The ``tick`` of work in a child process: ``waiting(0)``."""
+    return None if waiting is None else lambda: waiting(0)
 
 
 def waiting_text(ahead: int) -> str:
@@ -213,17 +218,23 @@ def score(store: Store, gt: Source, pred: Source, options: AppOptions,
     Raises :class:`~kieval_core.KievalInputError` for a file that cannot be read, and its
     subclass :class:`~kieval_core.NoCommonDocuments` for one that shares no document with
     the ground truth: the uploads call it to check a file, so the workspace finds it scored.
+    A heavy scoring runs in a child process, as a heavy read does (:func:`read_dataset`).
     """
+    # scoring holds about what reading both files took (bench/README.md, "Admission"); at
+    # least what reading either takes, so the scoring takes a turn whenever its reads would
+    cost = max(load_cost(gt.size + pred.size), *(load_estimate(s.data, s.name) for s in (gt, pred)))
 
     def compute() -> tuple[ModelResult, KeyCounts]:
         gt_set = read_dataset(store, gt, options, "gt", waiting)
         pred_set = read_dataset(store, pred, options, "pred", waiting)
-        model = evaluate_model(gt_set, pred_set, name=pred.stem, normalizer=options.normalizer)
+        arguments = (gt_set, pred_set)
+        keywords = {"name": pred.stem, "normalizer": options.normalizer}
+        if cost < store.heavy_bytes:
+            model = evaluate_model(*arguments, **keywords)
+        else:
+            model = run_isolated(evaluate_model, *arguments, tick=_ticks(waiting), **keywords)
         return model, KeyCounts.of(pred_set)
 
-    # scoring holds about what reading both files took (bench/README.md, "Admission"); at
-    # least what reading either takes, so the scoring takes a turn whenever its reads would
-    cost = max(load_cost(gt.size + pred.size), *(load_estimate(s.data, s.name) for s in (gt, pred)))
     return store.get(_model_key(gt, pred, options), compute, cost=cost, waiting=waiting)
 
 

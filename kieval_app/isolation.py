@@ -34,8 +34,8 @@ from typing import Any
 #: Seconds between two checks of a child (and two calls of ``tick``).
 POLL_S = 0.25
 #: Modules the fork server imports once, so that each child has them already (this one, to
-#: run the child; the core's readers, for the heavy reads).
-PRELOAD = ("kieval_app.isolation", "kieval_core.read.formats")
+#: run the child; the core's readers and scoring, for the heavy reads and scorings).
+PRELOAD = ("kieval_app.isolation", "kieval_core.read.formats", "kieval_core.report.scoring")
 
 _CONTEXT = multiprocessing.get_context("forkserver")
 _CONTEXT.set_forkserver_preload(list(PRELOAD))

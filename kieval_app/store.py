@@ -23,10 +23,10 @@ a stale entry. The store is
 * **taking turns**: at most ``heavy_slots`` heavy pieces of work (estimated at
   :data:`~kieval_core.limits.HEAVY_BYTES` or more) run at once; the others wait their
   turn, first come first served, and their caller is told how many are ahead
-  (``waiting``). Heavy reads run in child processes (:func:`kieval_app.compute.read_dataset`),
-  but the scoring runs here, on one core at a time (the GIL), and the machine's cores are
-  shared with the sessions' scripts: more in parallel finish no sooner and make every
-  other session's clicks slow. Only a thread's
+  (``waiting``). The app runs heavy reads and scorings in child processes
+  (:mod:`kieval_app.compute`), off this process's GIL, but the machine's few cores are
+  shared with the sessions' scripts and each result is unpickled here: more in parallel
+  finish no sooner and make every other session's clicks slow. Only a thread's
   outermost reservation waits (a scoring's nested reads run in its turn), and a value is
   claimed only once its reservation is made, so a thread that computes never waits for a
   turn and nobody waits for a value whose computer waits: no deadlock.

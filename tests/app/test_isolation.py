@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import isolated_work
+import pandas as pd
 import psutil
 import pytest
 from builders import replicated_jsonl
@@ -197,3 +198,44 @@ def test_a_heavy_read_whose_child_is_killed_is_one_message(big_gt):
         "big_gt.jsonl: could not be read, its process ended unexpectedly "
         "(killed by SIGKILL, perhaps for lack of memory)")
 
+
+
+@pytest.fixture(scope="module")
+def big_pred(tmp_path_factory) -> Source:
+    """The simulated LLM's predictions of the same documents as :func:`big_gt`."""
+    path = tmp_path_factory.mktemp("pred") / "llm.jsonl"
+    replicated_jsonl(ROOT / "sample_data" / "sim_llm.jsonl", path, 12)
+    return Source.of(path.name, path.read_bytes())
+
+
+def test_a_heavy_scoring_runs_in_a_child_with_the_same_figures(big_gt, big_pred):
+    store = Store(heavy_bytes=2**20)
+    for source, role in ((big_gt, "gt"), (big_pred, "pred")):  # read first: the scoring alone is timed
+        compute.read_dataset(store, source, AppOptions(), role)
+    calls: list[int] = []
+    model, keys = compute.score(store, big_gt, big_pred, AppOptions(), calls.append)
+    assert calls and set(calls) == {0}  # told while its child scored
+    here, here_keys = compute.score(Store(), big_gt, big_pred, AppOptions())
+    pd.testing.assert_frame_equal(model.tally.documents, here.tally.documents)
+    pd.testing.assert_frame_equal(model.tally.entity_types, here.tally.entity_types)
+    assert keys == here_keys and len(model.tally.documents) > 1000
+
+
+def test_a_cancelled_heavy_scoring_stops_its_child(big_gt, big_pred):
+    store = Store(heavy_bytes=2**20, heavy_slots=1)
+    for source, role in ((big_gt, "gt"), (big_pred, "pred")):
+        compute.read_dataset(store, source, AppOptions(), role)
+    seen: list[psutil.Process] = []
+
+    class Stopped(Exception):
+        pass
+
+    def waiting(ahead: int) -> None:
+        seen.extend(_readers())
+        raise Stopped
+
+    with pytest.raises(Stopped):
+        compute.score(store, big_gt, big_pred, AppOptions(), waiting)
+    assert seen and all(_gone(p.pid) for p in seen)
+    assert store.peek(compute._model_key(big_gt, big_pred, AppOptions())) is None
+    assert store.stats()["reserved"] == 0 and store.stats()["heavy_running"] == 0
