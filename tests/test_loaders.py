@@ -306,6 +306,21 @@ def test_no_document_in_common(tmp_path, capsys):
     with pytest.raises(NoCommonDocuments) as raised:  # its own type: the app keeps such a file aside
         evaluate(gt, pred)
     assert isinstance(raised.value, KievalInputError) and raised.value.source == str(pred)
+    assert "differ only" not in err  # a and b: no hint
+
+
+def test_no_document_in_common_names_ids_written_another_way(tmp_path, capsys):
+    """The official KIEval sample's pred_json names its receipts 000, 001 ... where its CSVs
+    say 0, 1 ...: the refusal says the ids differ only by leading zeros."""
+    gt = write_jsonl(tmp_path / "gt.jsonl", [{"doc_id": str(i), "gt_parse": {"x": "1"}} for i in (0, 1, 10)])
+    pred = write_jsonl(tmp_path / "pred.jsonl",
+                       [{"doc_id": f"{i:03d}", "prediction": {"x": "1"}} for i in (0, 1)])
+    assert main(["evaluate", "--gt", str(gt), "--pred", str(pred)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert ("(predicted ids such as 000, 001; ground-truth ids such as 0, 1, 10): the ids differ only by "
+            "leading zeros: '0' (ground truth) vs '000' (predictions); 2 of the 2 predicted ids match a "
+            "ground-truth id that way\n") in err
 
 
 def test_parallel_lists_format(tmp_path, capsys):

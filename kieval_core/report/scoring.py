@@ -15,6 +15,7 @@ from ..count.normalize import Normalizer
 from ..count.peer_families import PeerFigures, PeerOptions
 from ..exceptions import KievalOptionError, NoCommonDocuments
 from ..read.dataset import Dataset
+from ..read.doc_ids import id_mismatch
 from ..review.automation import ReviewModel
 from .consensus import missing_confidence_warning
 from .registry import PeerStep, compute_peer
@@ -136,11 +137,13 @@ def check_overlap(gt: Dataset, pred: Dataset) -> None:
 
 def no_common_documents(gt_source: str, gt_ids: Sequence[str], pred_source: str,
                         pred_ids: Sequence[str]) -> NoCommonDocuments:
-    """The error of a prediction set sharing no document with the ground truth."""
+    """The error of a prediction set sharing no document with the ground truth; when the
+    ids would match written another way (leading zeros, a file extension, case), it says so."""
     msg = (f"no document in common with the ground truth {gt_source} (predicted ids such "
            f"as {preview(sorted(pred_ids), 3)}; ground-truth ids such as "
            f"{preview(sorted(gt_ids), 3)})")
-    return NoCommonDocuments(pred_source, None, msg)
+    hint = id_mismatch(gt_ids, pred_ids)
+    return NoCommonDocuments(pred_source, None, msg if hint is None else f"{msg}: {hint}")
 
 
 @dataclass(frozen=True)

@@ -314,6 +314,16 @@ def test_predictions_uploaded_before_their_ground_truth_are_checked_again():
     assert any("refused before, fits the new ground truth" in unescape(s.value) for s in at.success)
 
 
+def test_ids_written_another_way_are_named_in_the_refusal():
+    """The sample's ids in capitals: refused, with what would make them match."""
+    at = started()
+    upper = _jsonl([{"doc_id": f"VALIDATION_{i:04d}", "total": "1"} for i in range(3)])
+    upload(at, "pred", ("upper.jsonl", upper))
+    (message,) = errors(at)
+    assert ("no document in common" in message and "the ids differ only by case: 'validation_0000' (ground "
+            "truth) vs 'VALIDATION_0000' (predictions); 3 of the 3 predicted ids match" in message)
+
+
 def test_a_target_that_only_full_review_reaches_is_not_a_recommendation(strong):
     at = started()
     open_page(at, "automation")
