@@ -361,6 +361,28 @@ def test_the_summary_prints_causes_and_the_comparator_to_try(tmp_path, capsys):
     assert "comparators: date=date:dmy" in out and "try:" not in out
 
 
+def test_no_hints_leaves_out_the_try_line_and_its_work(tmp_path, capsys, monkeypatch):
+    """--no-hints: no 'try:' line and no re-count of the suggested comparators (it is never
+    called); every other line of the summary and the JSON report stay the same."""
+    from kieval_core.report import suggest
+
+    pred = {**RPA_PRED, "date": {"value": "2019-02-01", "confidence": 0.4}}
+    gt_file, pred_file = _files(tmp_path, RPA_GT, pred)
+    runs = {}
+    for flags in ([], ["--no-hints"]):
+        report = tmp_path / f"report{len(flags)}.json"
+        assert main(["evaluate", "--gt", str(gt_file), "--pred", str(pred_file), "--json", str(report),
+                     *flags]) == 0
+        runs[bool(flags)] = capsys.readouterr().out.splitlines(), report.read_bytes()
+        monkeypatch.setattr(suggest, "hint_lines", lambda *a, **k: pytest.fail("hints computed"))
+    (with_hints, report_with), (without, report_without) = runs[False], runs[True]
+    assert [line for line in with_hints if line.startswith("try: ")] == [
+        "try: m: --compare date=date would raise KIEval_Aligned from 0.6364 to 0.7273"]
+    assert not any(line.startswith("try:") for line in without)
+    assert without == [line for line in with_hints if not line.startswith("try: ")]
+    assert report_without == report_with
+
+
 def test_gates_on_causes(tmp_path):
     gt_file, pred_file = _files(tmp_path, RPA_GT, RPA_PRED)
     base = ["evaluate", "--gt", str(gt_file), "--pred", str(pred_file)]
