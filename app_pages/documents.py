@@ -240,7 +240,7 @@ def _document(order: list[str]) -> None:
         "  ".join(f":{STATUS_MARKDOWN_COLORS[s]}-background[{label}]" for s, label in STATUS_LABELS.items())
     )
     rows = session.view("alignment", lambda: documents.alignment_rows(model, doc, aligned), name, doc)
-    st.html(table_html(documents.VALUE_COLUMNS, rows))
+    st.html(table_html(documents.value_columns(model), rows))
 
 
 _document(order)

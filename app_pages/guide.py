@@ -49,7 +49,7 @@ st.plotly_chart(
 )
 st.html(
     table_html(
-        documents.VALUE_COLUMNS,
+        documents.value_columns(model),
         documents.alignment_rows(model, "example"),
     )
 )

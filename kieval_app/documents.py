@@ -17,7 +17,7 @@ from kieval_core.report.tables import confidence_text
 
 from .diff import diff_html
 from .style import LEGEND_ABOVE, STATUS_COLORS, base_layout
-from .text import plain
+from .text import field_html, plain
 
 NON_GROUP = "non-group"
 
@@ -119,8 +119,14 @@ def _hover(entities: pd.DataFrame) -> str:
     return "<br>".join(lines[:25] + ([f"... {len(lines) - 25} more"] if len(lines) > 25 else []))
 
 
-#: Headers of the values table (:func:`alignment_rows`).
+#: Headers of the values table (:func:`alignment_rows`); see :func:`value_columns`.
 VALUE_COLUMNS = ["lines (GT ↔ pred)", "field", "ground truth", "prediction", "confidence", "status"]
+
+
+def value_columns(model: ModelResult) -> list[str]:
+    """The values table's headers: without confidence when the model has none (an empty
+    column took the room the field names needed at 1,024 px: "menu.discou ntprice")."""
+    return VALUE_COLUMNS if model.has_confidence else [c for c in VALUE_COLUMNS if c != "confidence"]
 
 
 def pair_label(group_type: str, gt_group: int, pred_group: int) -> str:
@@ -140,19 +146,21 @@ def pair_label(group_type: str, gt_group: int, pred_group: int) -> str:
 def alignment_rows(model: ModelResult, doc_id: str, table: pd.DataFrame | None = None
                    ) -> list[tuple[list[str], str]]:
     """The document's aligned entities as HTML table rows (pair, field, GT value,
-    predicted value with differences marked, confidence, status); ``table`` is its
+    predicted value with differences marked, confidence unless the model has none, status:
+    :func:`value_columns`); ``table`` is its
     :func:`~kieval_core.count.alignment.document_alignment` when already known."""
     rows = []
+    with_confidence = model.has_confidence
     table = document_alignment(model.detail(), doc_id) if table is None else table
     for row in table.itertuples(index=False):
         if row.status == "substituted":
             gt, pred = diff_html(row.gt_value, row.pred_value)
         else:
             gt, pred = diff_html(row.gt_value, None)[0], diff_html(None, row.pred_value)[1]
-        confidence = confidence_text(row.confidence)
+        confidence = [confidence_text(row.confidence)] if with_confidence else []
         pair = plain(pair_label(row.group_type, int(row.gt_group), int(row.pred_group)))
         status = row.status if row.cause is None else f"{row.status}: {row.cause.replace('_', ' ')}"
-        rows.append(([pair, plain(row.entity_type), gt, pred, confidence, plain(status)], row.status))
+        rows.append(([pair, field_html(row.entity_type), gt, pred, *confidence, plain(status)], row.status))
     return rows
 
 

@@ -16,7 +16,7 @@ from kieval_core.safe_text import csv_text
 
 from .diff import diff_html
 from .style import ACCURACY_COLOR, KIND_COLORS, KIND_LABELS, KINDS, LEGEND_ABOVE, NEUTRAL_COLOR, base_layout
-from .text import plain
+from .text import field_html, plain
 
 
 def corrections_by_type(model: ModelResult) -> pd.DataFrame:
@@ -213,7 +213,7 @@ def substitution_rows(error_list: pd.DataFrame) -> list[tuple[list[str], str]]:
     rows = []
     for row in error_list[error_list["kind"] == "substitution"].itertuples(index=False):
         gt, pred = diff_html(row.gt_value, row.pred_value)
-        rows.append(([plain(row.doc_id), plain(row.entity_type), gt, pred], "substituted"))
+        rows.append(([plain(row.doc_id), field_html(row.entity_type), gt, pred], "substituted"))
     return rows
 
 
@@ -222,5 +222,5 @@ def confusion_rows(confusions: pd.DataFrame) -> list[tuple[list[str], str]]:
     rows = []
     for row in confusions.itertuples(index=False):
         gt, pred = diff_html(row.gt_value, row.pred_value)
-        rows.append(([plain(row.entity_type), gt, pred, f"{row.count:,}", f"{row.documents:,}"], ""))
+        rows.append(([field_html(row.entity_type), gt, pred, f"{row.count:,}", f"{row.documents:,}"], ""))
     return rows

@@ -55,6 +55,16 @@ def plain(text: object, limit: int | None = None) -> str:
     return html.escape(text, quote=False).replace("\n", " ")
 
 
+def field_html(name: object) -> str:
+    """A field name for an HTML table cell: escaped, and a narrow column breaks it after a
+    dot ("menu." / "discountprice") rather than inside a word ("menu.discou" / "ntprice").
+
+    >>> field_html("menu.<b>price")
+    'menu.<wbr>&lt;b&gt;price'
+    """
+    return plain(name).replace(".", ".<wbr>")
+
+
 def is_missing(value: object) -> bool:
     if value is None:
         return True

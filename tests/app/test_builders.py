@@ -146,6 +146,17 @@ def test_confidences_read_like_thresholds():
     assert shown == {"a": "> 0.9999", "b": "0.6675"}
 
 
+def test_no_confidence_column_without_confidences():
+    """A model without confidences (the official sample) gets no empty confidence column:
+    it took the room the field names needed at 1,024 px."""
+    bare = _one_doc({"a": "x", "b": "y"}, {"a": "x", "b": "z"})
+    assert documents.value_columns(bare) == [c for c in documents.VALUE_COLUMNS if c != "confidence"]
+    assert [len(cells) for cells, _ in documents.alignment_rows(bare, "d")] == [5, 5]
+    sure = _one_doc({"a": "x"}, {"a": {"value": "x", "confidence": 0.5}})
+    assert documents.value_columns(sure) == documents.VALUE_COLUMNS
+    assert [cells[4] for cells, _ in documents.alignment_rows(sure, "d")] == ["0.5000"]
+
+
 def test_substitutions_are_marked_character_by_character():
     gt, pred = diff_html("KM 458.4 BKT LANJAN UTARA, L/RA 458", "KM 458.4 BKT LANJAN UTARA, L/RA458")
     assert gt.count("<mark") == 1 and pred.count("<mark") == 0  # the missing space, shown on the GT side
