@@ -509,6 +509,15 @@ def test_screenshots_keep_every_chart_colour_exactly():
         assert small.getpixel((12 + 12 * i, 12)) == tuple(int(color[k:k + 2], 16) for k in (1, 3, 5)), color
 
 
+def test_the_threshold_chart_says_its_target_where_the_curves_are_not(strong):
+    """At the right, under the line: both curves crossed "target 95%" at the left (1,024 px)."""
+    (label,) = automation.threshold_figure(strong.curve, 0.5, 0.95).layout.annotations
+    assert (label.text, label.x, label.xref, label.xanchor, label.yanchor) == (
+        "target 95%", 1, "x domain", "right", "top")
+    right_half = strong.curve[strong.curve["threshold"] >= strong.curve["threshold"].median()]
+    assert (right_half["auto_rate"] < 0.9).all()  # automation leaves that corner (accuracy is above it)
+
+
 def test_half_width_charts_have_axis_titles_that_fit(strong):
     """At 1,024 px a half-width chart shows about 34 characters of an axis title; longer ones
     were cut ("automation rate (predictions not review", and at 36 the trade-off's closing
