@@ -42,6 +42,7 @@ import uuid
 from pathlib import Path
 
 import streamlit as st
+from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from kieval_core.exceptions import KievalInputError, KievalOptionError
@@ -50,6 +51,7 @@ from kieval_core.read.page_images import directory_files
 from kieval_core.report.retention import default_runs_dir, is_run_id
 
 from . import compute, isolation
+from .collector import Collector
 from .compute import Workspace
 from .launch import IMAGES_DIR, OPEN_RUN
 from .reaper import Reaper, streamlit_reaper
@@ -69,8 +71,9 @@ def store() -> Store:
     """The one store of this server process (``KIEVAL_IDLE_CACHE_MB`` sizes its idle part,
     the memory budget of :mod:`kieval_core.limits` its admissions, the heavy loads limit
     how many large reads and scorings run at once); made once, with the process's GIL
-    switch interval shortened (:data:`SWITCH_INTERVAL_S`) and the fork server of the
-    heavy reads started (:mod:`kieval_app.isolation`)."""
+    switch interval shortened (:data:`SWITCH_INTERVAL_S`), the fork server of the heavy reads
+    started (:mod:`kieval_app.isolation`) and, in a server, its full garbage collections
+    skipping what survived the last one (:mod:`kieval_app.collector`)."""
     idle = int(os.environ.get("KIEVAL_IDLE_CACHE_MB", IDLE_BYTES // 2**20)) * 2**20
     limits = Limits.from_env("app")
     # A session's script gives the GIL up at every wait (a socket, Arrow, a lock) and, beside
@@ -78,7 +81,12 @@ def store() -> Store:
     # back: page switches during uploads took 2.1-2.5 s; with 1 ms, 0.93 s (bench/README.md).
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     isolation.warm()  # heavy reads run in child processes (compute.read_dataset)
-    return Store(idle_bytes=idle, budget=limits.memory_bytes, heavy_slots=limits.heavy_loads)
+    collector = None
+    if Runtime.exists() and type(Runtime.instance()) is Runtime:  # a server (AppTest: a stand-in)
+        collector = Collector()
+        collector.install()
+    return Store(idle_bytes=idle, budget=limits.memory_bytes, heavy_slots=limits.heavy_loads,
+                 collector=collector)
 
 
 @st.cache_resource(show_spinner=False)

@@ -12,7 +12,9 @@ a stale entry. The store is
   change, what nobody holds any more is released;
 * **bounded in bytes**: entries nobody holds are kept, most recent first, up to
   ``idle_bytes`` (so the sample stays warm for the next visitor); held entries are never
-  evicted. Freed memory is returned to the operating system (``malloc_trim``);
+  evicted. Freed memory is returned to the operating system (``malloc_trim``); with a
+  :class:`~kieval_app.collector.Collector`, a session's end and every ``idle_bytes / 4``
+  dropped thaw what it froze, so that their reference cycles are collected too;
 * **cancellable**: background work (:meth:`Store.submit`) stops at its next checkpoint
   when no live session wants its result any more;
 * **admitting**: work that computes a value (a load, a scoring) reserves its estimated
@@ -54,6 +56,8 @@ import pandas as pd
 import pyarrow as pa
 
 from kieval_core.limits import HEAVY_BYTES
+
+from .collector import Collector
 
 #: Default byte budget of entries no session holds (``KIEVAL_IDLE_CACHE_MB`` overrides).
 IDLE_BYTES = 64 * 2**20
@@ -183,11 +187,17 @@ class Store:
         None: no limit.
     heavy_bytes : int
         The estimated cost from which work is heavy.
+    collector : Collector or None
+        The process's garbage collection policy, thawed when values are released (a
+        session ends, entries are dropped); None: Python's own.
     """
 
     def __init__(self, idle_bytes: int = IDLE_BYTES, workers: int = 1, budget: int | None = None,
-                 heavy_slots: int | None = None, heavy_bytes: int = HEAVY_BYTES) -> None:
+                 heavy_slots: int | None = None, heavy_bytes: int = HEAVY_BYTES,
+                 collector: Collector | None = None) -> None:
         self.idle_bytes = idle_bytes
+        self.collector = collector
+        self._dropped = 0  # bytes of entries dropped since the collector's last thaw
         self.budget = budget
         self.heavy_slots = heavy_slots
         self.heavy_bytes = heavy_bytes
@@ -354,7 +364,7 @@ class Store:
             held = self._held()
             idle = [k for k in self._entries if k not in held]
             for key in idle:
-                del self._entries[key]
+                self._dropped += self._entries.pop(key).size
             return bool(idle)
 
     def held_bytes(self, session: str) -> int:
@@ -384,14 +394,16 @@ class Store:
             self._holders.pop(session, None)
             self._own.pop(session, None)
         self._cancel_unwanted()
+        if self.collector is not None:  # its state's cycles were frozen with it
+            self.collector.thaw()
         if self._evict():
             self.trim()
 
-    @staticmethod
-    def trim() -> None:
-        """Collect garbage and give freed memory back to the operating system: the C heap's
-        and Arrow's memory pool's (mimalloc keeps freed pages for reuse otherwise; the
-        values of every dataset are Arrow text)."""
+    def trim(self) -> None:
+        """Collect garbage (frozen objects too) and give freed memory back to the operating
+        system: the C heap's and Arrow's memory pool's (mimalloc keeps freed pages for reuse
+        otherwise; the values of every dataset are Arrow text)."""
+        self._thaw()
         gc.collect()
         _malloc_trim()
         pa.default_memory_pool().release_unused()
@@ -411,8 +423,19 @@ class Store:
                     break
                 del self._entries[key]
                 excess -= size
+                self._dropped += size
                 dropped = True
-            return dropped
+            thaw = dropped and self._dropped >= self.idle_bytes // 4
+        if thaw:
+            self._thaw()
+        return dropped
+
+    def _thaw(self) -> None:
+        """Let the next full collection see the values dropped since the last thaw."""
+        with self._lock:
+            self._dropped = 0
+        if self.collector is not None:
+            self.collector.thaw()
 
     # --- background work ---------------------------------------------------------------
 
