@@ -11,8 +11,12 @@ connected; a session disconnected for ``grace`` seconds is closed for good: its 
 results are dropped from its state (Streamlit's runtime loop may keep a closed session's
 object until another session comes or goes), Streamlit closes it as it would after its
 TTL, the store releases what it held, and at the next check the freed memory is returned
-to the operating system. A browser that comes back within ``grace`` finds its session as
-it was; later, it starts a new one (the page says so, and offers to reopen a saved run).
+to the operating system; so it is at every check that finds no session at all: after a
+release, glibc's heap is mostly free pages, which the server's own small allocations
+(timers, the event loop) touch again, one by one, if nothing trims them (+30-40 MiB within
+a minute in bench_admission, with no more objects alive). A browser that comes back
+within ``grace`` finds its session as it was; later, it starts a new one (the page says
+so, and offers to reopen a saved run).
 
 Streamlit's ``Runtime.close_session`` must run on the server's event loop; the reaper
 hands it over with ``call_soon_threadsafe`` (the loop is reached through the runtime's
@@ -73,7 +77,10 @@ class Reaper:
                 if now - since >= self.grace:
                     del self._sessions[streamlit_id], self._gone_since[streamlit_id]
                     closed.append((streamlit_id, held))
-        if self._trim_next:  # the sessions closed at the last check are gone by now
+            nobody = not self._sessions
+        # the sessions closed at the last check are gone by now; and with nobody here, the
+        # free heap pages the server's own timers touched again go back (glibc keeps them)
+        if self._trim_next or (nobody and not closed):
             self.store.trim()
         for streamlit_id, (store_id, forget) in closed:
             forget()  # Streamlit may keep a closed session's object a while (a loop's variable)
