@@ -43,6 +43,7 @@ import contextlib
 import ctypes
 import dataclasses
 import gc
+import itertools
 import os
 import threading
 import time
@@ -64,6 +65,8 @@ IDLE_BYTES = 64 * 2**20
 MIB = 2**20
 #: Seconds between two calls of a waiting caller's ``waiting`` callback.
 WAIT_TICK_S = 0.5
+#: Items of a large container measured by :func:`approximate_size` (the rest is scaled).
+SAMPLE = 1000
 
 
 def process_rss() -> int:
@@ -82,7 +85,11 @@ class Busy(Exception):
 def approximate_size(value: Any, _seen: set[int] | None = None) -> int:
     """Bytes held by a result: frames, arrays, dataclasses, mappings and sequences of them.
 
-    Text columns count their characters; the estimate errs on the large side.
+    Text columns count their characters; the estimate errs on the large side. Large
+    containers (object arrays, text columns, lists, tuples, dicts) are measured on their
+    first :data:`SAMPLE` items: a walk of every item held the GIL against every session's
+    clicks (1 s for the structures of a 51 MB ground truth's 60,000 documents, at every
+    heavy upload; py-spy in bench_admission).
 
     >>> approximate_size(np.zeros(1000))
     8000
@@ -93,8 +100,8 @@ def approximate_size(value: Any, _seen: set[int] | None = None) -> int:
     seen.add(id(value))
     if isinstance(value, np.ndarray):
         if value.dtype == object:
-            return value.nbytes + sum(approximate_size(v, seen) for v in value.ravel()[:1000]) * max(
-                1, value.size // 1000
+            return value.nbytes + sum(approximate_size(v, seen) for v in value.ravel()[:SAMPLE]) * max(
+                1, value.size // SAMPLE
             )
         return int(value.nbytes)
     if isinstance(value, pd.DataFrame):
@@ -110,15 +117,27 @@ def approximate_size(value: Any, _seen: set[int] | None = None) -> int:
         held.update(getattr(value, "__dict__", {}))  # cached properties
         return sum(approximate_size(v, seen) for v in held.values()) + 64
     if isinstance(value, dict):
-        return sum(approximate_size(k, seen) + approximate_size(v, seen) for k, v in value.items()) + 64
+        sizes = [approximate_size(k, seen) + approximate_size(v, seen)
+                 for k, v in itertools.islice(value.items(), SAMPLE)]
+        return _scaled(len(value), sizes) + 64
     if isinstance(value, (list, tuple)):
-        return sum(approximate_size(v, seen) for v in value) + 8 * len(value) + 56
+        items = itertools.islice(value, SAMPLE)
+        return _scaled(len(value), [approximate_size(v, seen) for v in items]) + 8 * len(value) + 56
     return 64
+
+
+def _scaled(n: int, sizes: list[int]) -> int:
+    """The sizes of a container's first :data:`SAMPLE` items, scaled to its ``n`` items.
+
+    >>> _scaled(10_000, [50] * 1000)
+    500000
+    """
+    return sum(sizes) * n // max(len(sizes), 1)
 
 
 def _series_size(series: pd.Series) -> int:
     if series.dtype == object or pd.api.types.is_string_dtype(series.dtype):
-        sample = series.iloc[:1000]
+        sample = series.iloc[:SAMPLE]
         per_value = (sum(len(str(v)) for v in sample) / max(len(sample), 1)) + 57
         return int(per_value * len(series))
     return int(series.memory_usage(index=False, deep=False))

@@ -418,6 +418,29 @@ def test_approximate_size_counts_frames_and_text():
     assert 8000 + 20_000 <= approximate_size(frame) <= 8000 + 100_000
 
 
+def test_approximate_size_measures_a_large_container_on_a_sample(monkeypatch):
+    """Hand-worked: 100,000 distinct 5-character strings are 100,000 x (5 + 49) bytes, plus
+    8 bytes a slot and 56 for the list; a dict of them adds the keys. Only the first
+    ``SAMPLE`` items are walked (a full walk of 60,000 documents' structures held the GIL
+    for a second at every heavy upload)."""
+    from kieval_app import store as store_module
+
+    texts = [f"{i:05d}" for i in range(100_000)]
+    assert approximate_size(texts) == 100_000 * (5 + 49) + 8 * 100_000 + 56
+    mapping = {t: t + "!" for t in texts}
+    assert approximate_size(mapping) == 100_000 * ((5 + 49) + (6 + 49)) + 64
+    calls = []
+    measured = store_module.approximate_size
+
+    def counting(value, _seen=None):
+        calls.append(1)
+        return measured(value, _seen)
+
+    monkeypatch.setattr(store_module, "approximate_size", counting)
+    counting({"structures": mapping})
+    assert len(calls) <= 2 * store_module.SAMPLE + 3
+
+
 def test_a_server_that_exits_early_is_reported_with_its_output():
     import subprocess
     import sys
