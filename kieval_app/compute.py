@@ -118,16 +118,20 @@ def read_dataset(store: Store, source: Source, options: AppOptions, role: str,
     keywords = {"name": name, "keep_structures": _keep_structures(options)}
 
     def read() -> Dataset:
-        if cost < store.heavy_bytes:
-            return load_bytes(*arguments, **keywords)
-        return run_isolated(load_bytes, *arguments, tick=_ticks(waiting), **keywords)
+        return _run(store, cost, waiting, load_bytes, *arguments, **keywords)
 
     return store.get(_dataset_key(source, options, role), read, cost=cost, waiting=waiting)
 
 
-def _ticks(waiting: Waiting | None) -> Callable[[], None] | None:
-    """The ``tick`` of work in a child process: ``waiting(0)``."""
-    return None if waiting is None else lambda: waiting(0)
+def _run(store: Store, cost: int, waiting: Waiting | None, function: Callable[..., Any], *args: Any,
+         **kwargs: Any) -> Any:
+    """``function(*args, **kwargs)`` in this thread when ``cost`` is below the store's heavy
+    bytes, else in a child process (:func:`~kieval_app.isolation.run_isolated`) that calls
+    ``waiting(0)`` at every poll."""
+    if cost < store.heavy_bytes:
+        return function(*args, **kwargs)
+    tick = None if waiting is None else lambda: waiting(0)
+    return run_isolated(function, *args, tick=tick, **kwargs)
 
 
 def waiting_text(ahead: int) -> str:
@@ -227,12 +231,8 @@ def score(store: Store, gt: Source, pred: Source, options: AppOptions,
     def compute() -> tuple[ModelResult, KeyCounts]:
         gt_set = read_dataset(store, gt, options, "gt", waiting)
         pred_set = read_dataset(store, pred, options, "pred", waiting)
-        arguments = (gt_set, pred_set)
-        keywords = {"name": pred.stem, "normalizer": options.normalizer}
-        if cost < store.heavy_bytes:
-            model = evaluate_model(*arguments, **keywords)
-        else:
-            model = run_isolated(evaluate_model, *arguments, tick=_ticks(waiting), **keywords)
+        model = _run(store, cost, waiting, evaluate_model, gt_set, pred_set, name=pred.stem,
+                     normalizer=options.normalizer)
         return model, KeyCounts.of(pred_set)
 
     return store.get(_model_key(gt, pred, options), compute, cost=cost, waiting=waiting)
