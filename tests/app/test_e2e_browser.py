@@ -108,12 +108,17 @@ def _wait_text(page, text: str) -> None:
         raise AssertionError(f"{text!r} not shown; script state {state}; the page shows:\n{shown}") from None
 
 
+def _visit(page, url: str) -> None:
+    """Open the app at ``url`` and wait until its first run has settled."""
+    page.goto(url)
+    page.get_by_role("heading", name="KIEval Workbench").wait_for()
+    _idle(page)
+
+
 def _upload(page, app_url, gt, preds) -> None:
     """Open the app; upload a ground truth (None keeps the sample's) and predictions."""
     page.set_default_timeout(TIMEOUT_MS)
-    page.goto(app_url)
-    page.get_by_role("heading", name="KIEval Workbench").wait_for()
-    _idle(page)
+    _visit(page, app_url)
     if gt is not None:
         page.locator(GT_BOX).locator("input[type=file]").set_input_files(str(gt))
         _wait_text(page, f"{gt.name}: loaded as the ground truth")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from PIL import Image, ImageDraw
-from test_e2e_browser import _browser, _idle, _open, _upload, _wait_text, app_url  # noqa: F401
+from test_e2e_browser import _browser, _idle, _open, _upload, _visit, _wait_text, app_url  # noqa: F401
 
 pytestmark = pytest.mark.e2e
 
@@ -154,9 +154,7 @@ def test_the_sample_documents_page_shows_the_view(app_url):  # noqa: F811
     with sync_playwright() as p:
         browser = _browser(p)
         page = browser.new_page(viewport={"width": 1024, "height": 900})
-        page.goto(app_url)
-        page.get_by_role("heading", name="KIEval Workbench").wait_for()
-        _idle(page)
+        _visit(page, app_url)
         _open(page, "Documents")
         page.locator(VIEW).wait_for()
         _idle(page)

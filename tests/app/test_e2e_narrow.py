@@ -9,7 +9,7 @@ links showed their icons only.
 from __future__ import annotations
 
 import pytest
-from test_e2e_browser import _browser, _idle, app_url  # noqa: F401
+from test_e2e_browser import _browser, _idle, _visit, app_url  # noqa: F401
 
 pytestmark = pytest.mark.e2e
 
@@ -68,9 +68,7 @@ def test_no_text_is_cut_at_1024_px(app_url):  # noqa: F811
     with sync_playwright() as p:
         browser = _browser(p)
         page = browser.new_page(viewport={"width": 1024, "height": 900})
-        page.goto(app_url)
-        page.get_by_role("heading", name="KIEval Workbench").wait_for()
-        _idle(page)
+        _visit(page, app_url)
         for sample in ("simulated", "official"):
             if sample == "official":
                 _go(page, "Overview")

@@ -81,6 +81,21 @@ def _readers() -> list[psutil.Process]:
     return [c for s in servers for c in s.children()]
 
 
+class Stopped(Exception):
+    """What Streamlit raises from a cancelled run's progress update, as far as the app sees."""
+
+
+def _stop_seeing(seen: list[psutil.Process]):
+    """A ``waiting`` callback that notes the reading children in ``seen``, then stops the run
+    (the upload's Cancel)."""
+
+    def waiting(ahead: int) -> None:
+        seen.extend(_readers())
+        raise Stopped
+
+    return waiting
+
+
 def test_the_child_gives_back_the_value():
     assert run_isolated(divmod, 7, 2) == (3, 1)
     assert run_isolated(int, "ff", base=16) == 255
@@ -168,16 +183,8 @@ def test_a_cancelled_heavy_read_stops_its_child_at_once(big_gt):
     gone within two seconds and nothing is stored or reserved."""
     store = Store(heavy_bytes=2**20, heavy_slots=1)
     seen: list[psutil.Process] = []
-
-    class Stopped(Exception):
-        pass
-
-    def waiting(ahead: int) -> None:
-        seen.extend(_readers())
-        raise Stopped
-
     with pytest.raises(Stopped):
-        compute.read_dataset(store, big_gt, AppOptions(), "gt", waiting)
+        compute.read_dataset(store, big_gt, AppOptions(), "gt", _stop_seeing(seen))
     assert seen, "the read was not in a child process"
     assert all(_gone(p.pid) for p in seen)
     assert store.peek(compute._dataset_key(big_gt, AppOptions(), "gt")) is None
@@ -226,16 +233,8 @@ def test_a_cancelled_heavy_scoring_stops_its_child(big_gt, big_pred):
     for source, role in ((big_gt, "gt"), (big_pred, "pred")):
         compute.read_dataset(store, source, AppOptions(), role)
     seen: list[psutil.Process] = []
-
-    class Stopped(Exception):
-        pass
-
-    def waiting(ahead: int) -> None:
-        seen.extend(_readers())
-        raise Stopped
-
     with pytest.raises(Stopped):
-        compute.score(store, big_gt, big_pred, AppOptions(), waiting)
+        compute.score(store, big_gt, big_pred, AppOptions(), _stop_seeing(seen))
     assert seen and all(_gone(p.pid) for p in seen)
     assert store.peek(compute._model_key(big_gt, big_pred, AppOptions())) is None
     assert store.stats()["reserved"] == 0 and store.stats()["heavy_running"] == 0
