@@ -107,16 +107,27 @@ _PAIR_COLORS = {
 }
 
 
-def _summary(entities: pd.DataFrame, limit: int) -> str:
-    return plain(" · ".join(str(v) for v in entities["value"]), limit)
+class _Lines:
+    """A side's entities by line, ``(group_type, group)``: their columns as arrays and each
+    line's positions in them (no sub-frame per line: the next document waits for this)."""
 
+    def __init__(self, entities: pd.DataFrame) -> None:
+        self.types = entities["entity_type"].to_numpy(object)
+        self.values = entities["value"].to_numpy(object)
+        self.statuses = entities["status"].to_numpy(object)
+        self.positions = entities.groupby(["group_type", "group"], sort=False, observed=True).indices
 
-def _hover(entities: pd.DataFrame) -> str:
-    lines = [
-        f"{plain(t, 30)}: {plain(v, 50)} ({s})"
-        for t, v, s in zip(entities["entity_type"], entities["value"], entities["status"], strict=True)
-    ]
-    return "<br>".join(lines[:25] + ([f"... {len(lines) - 25} more"] if len(lines) > 25 else []))
+    def _at(self, line: tuple) -> np.ndarray:
+        return self.positions.get(line, np.empty(0, np.int64))
+
+    def summary(self, line: tuple, limit: int) -> str:
+        return plain(" · ".join(str(v) for v in self.values[self._at(line)]), limit)
+
+    def hover(self, line: tuple) -> str:
+        at = self._at(line)
+        lines = [f"{plain(t, 30)}: {plain(v, 50)} ({s})"
+                 for t, v, s in zip(self.types[at], self.values[at], self.statuses[at], strict=True)]
+        return "<br>".join(lines[:25] + ([f"... {len(lines) - 25} more"] if len(lines) > 25 else []))
 
 
 #: Headers of the values table (:func:`alignment_rows`); see :func:`value_columns`.
@@ -181,8 +192,7 @@ def matching_figure(model: ModelResult, doc_id: str, pairs: pd.DataFrame | None 
     pairs = group_pairs(counted, doc_id) if pairs is None else pairs
     g = counted.gt_entities[counted.gt_entities["doc_id"] == doc_id]
     p = counted.pred_entities[counted.pred_entities["doc_id"] == doc_id]
-    g_by = {k: v for k, v in g.groupby(["group_type", "group"], sort=False, observed=True)}
-    p_by = {k: v for k, v in p.groupby(["group_type", "group"], sort=False, observed=True)}
+    g_by, p_by = _Lines(g), _Lines(p)
     n = len(pairs)
     ys = np.arange(n)[::-1].astype(float)
     # Built as a handful of traces with per-point arrays (one per side, one of links per
@@ -213,16 +223,15 @@ def matching_figure(model: ModelResult, doc_id: str, pairs: pd.DataFrame | None 
         ):
             if not present:
                 continue
-            entities = by.get((row.group_type, -1 if non_group else index))
-            entities = entities if entities is not None else g.iloc[:0]
+            key = (row.group_type, -1 if non_group else index)
             line = label if non_group else f"{label} line {index + 1}"  # the side is the column's title
             points = sides[side]
             points["x"].append(x)
             points["y"].append(y)
             points["color"].append(color)
-            points["text"].append(f"{line}<br>{_summary(entities, MATCHING_LABEL_CHARS)}")
+            points["text"].append(f"{line}<br>{by.summary(key, MATCHING_LABEL_CHARS)}")
             name = label if non_group else f"{label} {side} line {index + 1}"
-            points["hovertext"].append(f"<b>{name}</b> ({row.status})<br>{_hover(entities)}")
+            points["hovertext"].append(f"<b>{name}</b> ({row.status})<br>{by.hover(key)}")
     # plain dicts, not validated when built (a go.Scatter per trace validates each twice;
     # the next document waits for it): tests/app/test_builders.py validates the figure
     traces: list[dict] = [
