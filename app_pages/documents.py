@@ -11,9 +11,9 @@ import streamlit as st
 from kieval_app import document_view, documents, session
 from kieval_app.columns import PERCENT_FORMAT, shown
 from kieval_app.diff import table_html
+from kieval_app.live_chart import live_chart, live_html
 from kieval_app.style import KIND_LABELS, KINDS, STATUS_LABELS, STATUS_MARKDOWN_COLORS
 from kieval_app.text import md, number, pct
-from kieval_core.count.alignment import document_view_tables
 
 VALUES, PAGE = "docs_values", "docs_page"  # the pairs table beside the page view; the page shown
 
@@ -154,9 +154,8 @@ def _document(order: list[str]) -> None:
             st.metric("Flat entity F1", pct(figures["flat_f1"]), border=True)
 
     # --- the document on its page: boxes coloured by status, matched pairs numbered ----------
-    pairs = session.view("pairs", lambda: documents.group_pairs(model.detail(), doc), name, doc)
-    boxes, aligned = session.view("view_tables", lambda: document_view_tables(model.detail(), doc, pairs),
-                                  name, doc)
+    pairs, boxes, aligned = documents.document_tables(session.view, model, name, doc)
+    images_digest = ws.sources.images.digest if ws.sources.images is not None else None
     image_pages = ws.images.n_pages(doc) if ws.images is not None else 0
     if len(boxes) or image_pages:
         n_pages = document_view.n_pages(boxes, image_pages)
@@ -168,13 +167,9 @@ def _document(order: list[str]) -> None:
         chosen = st.session_state.get(VALUES)
         rows = chosen["selection"]["rows"] if chosen else []
         selected = rows[0] if rows else None
-        images_digest = ws.sources.images.digest if ws.sources.images is not None else None
 
-        def _from_box():
-            points = st.session_state["docs_view"].selection.points
-            if points and points[0].get("customdata") is not None:
-                row = points[0]["customdata"]
-                row = int(row[0] if isinstance(row, list) else row)
+        def _from_box(row) -> None:  # what the browser sent: a row of the values table, or ignored
+            if isinstance(row, int) and not isinstance(row, bool) and 0 <= row < len(values):
                 st.session_state[VALUES] = {"selection": {"rows": [row], "columns": []}}
 
         values_table = {
@@ -202,12 +197,10 @@ def _document(order: list[str]) -> None:
                     f"{frame.height:,.0f}); they are drawn where the file puts them.",
                     icon=":material/warning:",
                 )
-            st.plotly_chart(
-                session.view("page_view", lambda: document_view.document_figure(boxes, page, image, selected),
-                             name, doc, page, selected, images_digest),
-                key="docs_view", on_select=_from_box, selection_mode="points",
-                config={"scrollZoom": True, "displaylogo": False,
-                        "modeBarButtonsToRemove": ["select2d", "lasso2d"]},
+            live_chart(
+                documents.page_figure(session.view, name, doc, boxes, page, image, selected, images_digest),
+                key="docs_view", revision=f"{name}/{doc}/{page}/{selected}", on_click=_from_box,
+                config={"scrollZoom": True, "modeBarButtonsToRemove": ["select2d", "lasso2d"]},
             )
             st.dataframe(values, height=min(36 + 35 * len(values), 320), **values_table)
         else:
@@ -216,15 +209,14 @@ def _document(order: list[str]) -> None:
             left.image(image.jpeg, caption=f"page {page} of {n_pages}", width="stretch")
             right.dataframe(values, height=600, **values_table)
 
-    if (pairs["status"] != "non-group").any():
+    if documents.has_groups(pairs):
         st.markdown(
             "**Group matching**: ground-truth lines on the left, predicted lines on the right; a line "
             "joins each matched pair (S = identical values they share)."
         )
-        st.plotly_chart(
-            session.view("matching", lambda: documents.matching_figure(model, doc, pairs), name, doc),
-            key="docs_matching",
-            config={"displayModeBar": False},
+        live_chart(
+            documents.matching(session.view, model, name, doc, pairs),
+            key="docs_matching", revision=f"{name}/{doc}", config={"displayModeBar": False},
         )
     else:
         st.caption(
@@ -239,8 +231,11 @@ def _document(order: list[str]) -> None:
     st.markdown(
         "  ".join(f":{STATUS_MARKDOWN_COLORS[s]}-background[{label}]" for s, label in STATUS_LABELS.items())
     )
-    rows = session.view("alignment", lambda: documents.alignment_rows(model, doc, aligned), name, doc)
-    st.html(table_html(documents.value_columns(model), rows))
+    rows = documents.pair_rows(session.view, model, name, doc, aligned)
+    live_html(table_html(documents.value_columns(model), rows), key="docs_pairs", revision=f"{name}/{doc}")
+    if following is not None:  # built while the user looks at this one
+        session.ahead(lambda view: documents.build_document(view, model, name, following, ws.images,
+                                                            images_digest))
 
 
 _document(order)

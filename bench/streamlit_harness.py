@@ -17,6 +17,9 @@ with ``performance.now()``:
   ``[data-testid="stApp"]`` (``notRunning`` once the browser has processed the end of the
   run; a fast run can go by without the attribute changing, which is why the messages
   are watched too);
+- every change of an attribute ``data-drawn`` anywhere in the page: a chart that draws
+  after the run has ended (a component updating its plot) says so there, and the action
+  is timed until then;
 - the first animation frame after each of those (the frame that shows the result);
 - the time stamp of every user ``click`` and ``keydown`` (capture phase, before the
   app's own handlers).
@@ -26,8 +29,9 @@ finished since the mark, no run is pending (the last run message is a finish tha
 "stopped early for a rerun", the root says ``notRunning``) and nothing happened for
 ``QUIET_MS``: an action whose run triggers more runs (a callback, ``st.rerun``, a URL
 update) is timed until the last one ends. The latency is from the action's own event to
-the first frame after the last run's finish message or the root's last change to
-``notRunning``, whichever is later; the quiet period is not counted. When the action is
+the first frame after the last run's finish message, the root's last change to
+``notRunning`` or the last ``data-drawn`` change, whichever is latest; the quiet period is
+not counted. When the action is
 not a click or a key (an upload), the time just before the action is the start.
 
 Percentiles are linear interpolation between closest ranks (numpy's default).
@@ -71,7 +75,7 @@ _JS_CONFIG = {"root": APP_ROOT_SELECTOR, "attr": SCRIPT_STATE_ATTRIBUTE, "idle":
 PROBE_JS = """
 ((cfg) => {
   if (window.__bench) return;
-  const probe = {states: [], runs: [], events: [], mark: {states: 0, runs: 0, t: 0}};
+  const probe = {states: [], runs: [], draws: [], events: [], mark: {states: 0, runs: 0, draws: 0, t: 0}};
   window.__bench = probe;
   const afterFrame = (entry) => requestAnimationFrame(() => { entry.frame = performance.now(); });
   new MutationObserver((mutations) => {
@@ -82,6 +86,13 @@ PROBE_JS = """
       afterFrame(entry);
     }
   }).observe(document, {attributes: true, subtree: true, attributeFilter: [cfg.attr]});
+  new MutationObserver((mutations) => {
+    for (const m of mutations) {
+      const entry = {t: performance.now(), frame: null};
+      probe.draws.push(entry);
+      afterFrame(entry);
+    }
+  }).observe(document, {attributes: true, subtree: true, attributeFilter: ['data-drawn']});
   // The top-level fields of a ForwardMsg (protobuf): new_session (4) starts a run,
   // script_finished (6, an enum: 2 = stopped early for a rerun) ends it.
   const runMessage = (bytes) => {
@@ -121,7 +132,7 @@ PROBE_JS = """
 
 _MARK_JS = """() => {
   const p = window.__bench;
-  p.mark = {states: p.states.length, runs: p.runs.length, t: performance.now()};
+  p.mark = {states: p.states.length, runs: p.runs.length, draws: p.draws.length, t: performance.now()};
   p.events = [];
 }"""
 
@@ -131,21 +142,24 @@ _MARK_JS = """() => {
 _SETTLED_JS = """(cfg) => {
   const p = window.__bench;
   const runs = p.runs.slice(p.mark.runs), states = p.states.slice(p.mark.states);
+  const draws = p.draws.slice(p.mark.draws);
   const last = runs[runs.length - 1];
   if (!last || last.kind !== 'finish' || last.status === 2 || last.frame === null) return false;
   const app = document.querySelector(cfg.root);
   if (!app || app.getAttribute(cfg.attr) !== cfg.idle) return false;
-  const latest = Math.max(last.t, ...states.map((s) => s.t));
-  return states.every((s) => s.frame !== null) && performance.now() - latest >= cfg.quiet;
+  const latest = Math.max(last.t, ...states.map((s) => s.t), ...draws.map((d) => d.t));
+  return [...states, ...draws].every((s) => s.frame !== null) && performance.now() - latest >= cfg.quiet;
 }"""
 
-# End: the first frame after the last run's finish message or after the root's last
-# change to idle, whichever is later (the state can be committed after the message).
+# End: the first frame after the last run's finish message, after the root's last change
+# to idle (the state can be committed after the message) or after the last chart drawn
+# since the mark, whichever is latest.
 _RESULT_JS = """(cfg) => {
   const p = window.__bench;
   const runs = p.runs.slice(p.mark.runs), states = p.states.slice(p.mark.states);
-  const idle = states.filter((s) => s.state === cfg.idle);
-  const end = Math.max(runs[runs.length - 1].frame, ...idle.map((s) => s.frame));
+  const idle = states.filter((s) => s.state === cfg.idle), draws = p.draws.slice(p.mark.draws);
+  const end = Math.max(runs[runs.length - 1].frame, ...idle.map((s) => s.frame),
+                       ...draws.map((d) => d.frame));
   const start = p.events.length ? p.events[0].t : p.mark.t;
   return {ms: end - start, runs: runs.filter((r) => r.kind === 'start').length};
 }"""

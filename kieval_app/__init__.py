@@ -4,6 +4,6 @@ The builders (:mod:`.overview`, :mod:`.documents`, :mod:`.error_analysis`,
 :mod:`.automation`, :mod:`.compare`, :mod:`.diff`, :mod:`.guide`) turn the core's results
 into tables and plotly figures and never import Streamlit; :mod:`.store` and
 :mod:`.compute` share the evaluations between sessions without Streamlit either. The
-Streamlit boundary is :mod:`.session`, :mod:`.uploads`, :mod:`.sidebar` and
-:mod:`.columns`; :mod:`.launch` starts the server (``kieval dashboard``).
+Streamlit boundary is :mod:`.session`, :mod:`.uploads`, :mod:`.sidebar`, :mod:`.columns`
+and :mod:`.live_chart`; :mod:`.launch` starts the server (``kieval dashboard``).
 """

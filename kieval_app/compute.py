@@ -20,7 +20,11 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
+import threading
+import time
 from collections.abc import Callable, Hashable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +49,8 @@ from kieval_core.report.scoring import (
 from .isolation import ChildDied, run_isolated
 from .sources import AppOptions, Source, Sources
 from .store import Busy, Store, Task, TaskCancelled
+
+_LOG = logging.getLogger(__name__)
 
 Progress = Callable[[float, str], None]
 
@@ -360,6 +366,51 @@ def view(store: Store, ws: Workspace, name: str, compute: Callable[[], Any], *ke
     """A derived table or figure of the workspace, computed once per ``key`` (the model
     and the parameters it depends on)."""
     return store.get(("view", ws.key, name, key), compute)
+
+
+class Ahead:
+    """Views built in the background before they are asked for (the next document while the
+    user looks at this one): one worker for the whole server, at most ``queue`` builds
+    waiting or running; beyond that a build is not queued (it is a guess, not a promise).
+    A build starts ``delay_s`` after it is asked for: started at once, it held the GIL
+    against the server's event loop while that sent the page just built (the next
+    document's view reached the browser ~30 ms later).
+
+    A page that asks for a view being built ahead waits for it instead of building it again
+    (:meth:`Store.get`). A build that fails is dropped: the page builds the view itself when
+    it is asked for, and says what is wrong then.
+    """
+
+    def __init__(self, queue: int = 2, delay_s: float = 0.2) -> None:
+        self._queue = queue
+        self._delay_s = delay_s
+        self._queued = 0
+        self._lock = threading.Lock()
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kieval-ahead")
+
+    def submit(self, store: Store, ws: Workspace, build: Callable[[Callable], None]) -> Future | None:
+        """Run ``build(view)``, ``view(name, fn, *key)`` being :func:`view` on ``store`` and
+        ``ws``; the future, or None when too many builds are waiting."""
+        with self._lock:
+            if self._queued >= self._queue:
+                return None
+            self._queued += 1
+
+        def run() -> None:
+            time.sleep(self._delay_s)  # the run that asked sends its page first (same GIL)
+            try:
+                build(lambda name, compute, *key: view(store, ws, name, compute, *key))
+            except Exception:  # the page builds it again and shows the error
+                _LOG.debug("a view built ahead failed", exc_info=True)
+            finally:
+                with self._lock:
+                    self._queued -= 1
+
+        return self._worker.submit(run)
+
+
+#: The server's one :class:`Ahead`.
+AHEAD = Ahead()
 
 
 def save_workspace(ws: Workspace, directory: Path) -> Path:

@@ -93,8 +93,11 @@ def _hover(boxes: pd.DataFrame) -> list[str]:
 
 
 def document_figure(boxes: pd.DataFrame, page: int, image: Page | None, selected: int | None,
-                    height: int | None = None) -> go.Figure:
+                    height: int | None = None, doc: str = "") -> go.Figure:
     """Both panels of one page; ``selected`` is the row (of the values table) drawn bold.
+
+    Zoom and pan stay while the same page of the same ``doc`` is redrawn (a row selected)
+    and start again at the boxes' extent on another page or document.
 
     Every point of the click layer carries its row in ``customdata``: a click on a box
     selects the row of the values table. The traces are built as plain dicts and the
@@ -161,7 +164,7 @@ def document_figure(boxes: pd.DataFrame, page: int, image: Page | None, selected
         yaxis={**axis, "range": [y1, y0], "scaleanchor": "x", "scaleratio": 1},
         yaxis2={**axis, "range": [y1, y0], "scaleanchor": "x2", "scaleratio": 1, "matches": "y"},
         dragmode="pan", clickmode="event+select", plot_bgcolor="#f4f4f4",
-        legend={"orientation": "h", "y": -0.02, "yanchor": "top", "x": 0}, uirevision=f"page-{page}",
+        legend={"orientation": "h", "y": -0.02, "yanchor": "top", "x": 0}, uirevision=f"{doc}/page-{page}",
         annotations=[{"text": title, "x": x, "y": 1.0, "xref": "paper", "yref": "paper", "xanchor": "center",
                       "yanchor": "bottom", "showarrow": False, "font": {"size": 14}}
                      for (_, title), x in zip(SIDES, (0.245, 0.755), strict=True)],

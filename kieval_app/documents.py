@@ -5,17 +5,19 @@ stands beside what; this module only draws).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
 from kieval_core import ModelResult
-from kieval_core.count.alignment import document_alignment, group_pairs
+from kieval_core.count.alignment import document_alignment, document_view_tables, group_pairs
+from kieval_core.read.page_images import Page, PageImages
 from kieval_core.report.tables import confidence_text
 
 from .diff import diff_html
+from .document_view import document_figure
 from .style import LEGEND_ABOVE, STATUS_COLORS, base_layout
 from .text import field_html, plain
 
@@ -270,3 +272,46 @@ def matching_figure(model: ModelResult, doc_id: str, pairs: pd.DataFrame | None 
         ],
     )
     return go.Figure(data=traces, layout=layout, _validate=False)
+
+
+# --- one document's parts, each built once through ``view(name, fn, *key)``: the page's
+# session.view, or compute.view bound to the store and workspace when the next document is
+# built ahead (compute.ahead) while the user looks at this one. One place for their keys,
+# so what is built ahead is what the page asks for.
+
+def document_tables(view: Callable, model: ModelResult, name: str, doc: str):
+    """The document's group pairs, its boxes and its values pair by pair."""
+    pairs = view("pairs", lambda: group_pairs(model.detail(), doc), name, doc)
+    boxes, aligned = view("view_tables", lambda: document_view_tables(model.detail(), doc, pairs), name, doc)
+    return pairs, boxes, aligned
+
+
+def page_figure(view: Callable, name: str, doc: str, boxes: pd.DataFrame, page: int, image: Page | None,
+                selected: int | None, images_digest: str | None) -> go.Figure:
+    return view("page_view", lambda: document_figure(boxes, page, image, selected, doc=doc),
+                name, doc, page, selected, images_digest)
+
+
+def has_groups(pairs: pd.DataFrame) -> bool:
+    return bool((pairs["status"] != "non-group").any())
+
+
+def matching(view: Callable, model: ModelResult, name: str, doc: str, pairs: pd.DataFrame) -> go.Figure:
+    return view("matching", lambda: matching_figure(model, doc, pairs), name, doc)
+
+
+def pair_rows(view: Callable, model: ModelResult, name: str, doc: str, aligned: pd.DataFrame) -> list:
+    return view("alignment", lambda: alignment_rows(model, doc, aligned), name, doc)
+
+
+def build_document(view: Callable, model: ModelResult, name: str, doc: str, images: PageImages | None,
+                   images_digest: str | None) -> None:
+    """Everything the Documents page draws of ``doc`` opened anew: its first page, nothing
+    selected."""
+    pairs, boxes, aligned = document_tables(view, model, name, doc)
+    if len(boxes):
+        image = images.page(doc, 1) if images is not None else None
+        page_figure(view, name, doc, boxes, 1, image, None, images_digest)
+    if has_groups(pairs):
+        matching(view, model, name, doc, pairs)
+    pair_rows(view, model, name, doc, aligned)

@@ -189,6 +189,12 @@ def view(name: str, fn, *key):
     return compute.view(store(), current(), name, fn, *key)
 
 
+def ahead(build) -> None:
+    """Build views in the background that the next click will likely ask for: ``build(view)``
+    with ``view`` as :func:`view` (:class:`kieval_app.compute.Ahead`)."""
+    compute.AHEAD.submit(store(), current(), build)
+
+
 def finish_background(ws: Workspace, slot) -> None:
     """After the page is drawn with its KIEval figures: wait for the peer metrics computed
     in the background, showing their progress in ``slot``, then redraw the page with them.

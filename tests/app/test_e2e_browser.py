@@ -246,6 +246,11 @@ def test_hostile_values_stay_text(app_url, tmp_path):
                 _overview(page)
             else:
                 _open(page, title)
+            if title == "Documents":  # the pair-by-pair table is drawn once it comes near
+                page.locator(".st-key-docs_pairs").scroll_into_view_if_needed()
+                page.locator(".st-key-docs_pairs .kieval-live[data-drawn]").wait_for()
+                pairs = page.locator(".st-key-docs_pairs").inner_text()
+                assert any(v in pairs for v in HOSTILE), pairs[:500]
             if title in ("Documents", "Errors"):  # the values are on the page, as text
                 shown = page.locator("main").inner_text()
                 assert any(v in shown for v in HOSTILE), shown[:500]

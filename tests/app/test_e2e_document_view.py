@@ -19,6 +19,7 @@ pytestmark = pytest.mark.e2e
 
 IMAGES_BOX = '[class*="st-key-upload_images_"]'
 VIEW = ".st-key-docs_view .js-plotly-plot"
+MATCHING = ".st-key-docs_matching .js-plotly-plot"
 VALUES = ".st-key-docs_values"
 TABLE = ".st-key-docs_table [data-testid=stDataFrame]"
 DOC_IN_URL = "() => new URLSearchParams(location.search).get('doc')"
@@ -145,6 +146,13 @@ def test_boxes_by_status_and_click_selects_the_pair(app_url, tmp_path):  # noqa:
         page.mouse.click(grid["x"] + 16, grid["y"] + 35 * (tax + 1) + 17)
         _wait(page, lambda: _selected_row(page) == tax, "the row selected")
         _wait(page, lambda: _selected_boxes(page) == 1, "the deleted value's box outlined")
+
+        # a click value the page did not draw (a tampered client) changes nothing, raises nothing
+        for sent in ("'<b>1</b>'", "1000000", "-1", "true", "[1]", "1.5"):
+            page.evaluate(f"() => document.querySelector('{VIEW}').kievalSend('click', {sent})")
+            _idle(page)
+            assert _selected_row(page) == tax, sent
+        assert page.get_by_test_id("stException").count() == 0
         browser.close()
 
 
@@ -163,17 +171,57 @@ def test_the_sample_documents_page_shows_the_view(app_url):  # noqa: F811
         assert drawn[("x", "correct")] > 0 and drawn[("x2", "correct")] > 0
         assert page.evaluate(f"() => document.querySelector('{VIEW}').layout.images.length") == 2
 
+        # a chart a screen below is drawn when it comes near: the matching, far below the view
+        matching = page.locator(".st-key-docs_matching")
+        assert page.locator(MATCHING).count() == 0 and matching.locator(".kieval-live").is_hidden()
+        matching.scroll_into_view_if_needed()
+        page.locator(MATCHING).wait_for()
+        page.locator(".st-key-docs_next").scroll_into_view_if_needed()
+
         # Next reruns the document's fragment only: the address, the picker, the heading and
         # the view follow the next document; the document table stays drawn (the same element)
         first = page.evaluate(DOC_IN_URL)
-        page.evaluate(f"() => {{ document.querySelector('{TABLE}').__kept = 1; }}")
+        for kept in (TABLE, VIEW, MATCHING):
+            page.evaluate(f"() => {{ document.querySelector('{kept}').__kept = 1; }}")
         page.locator(".st-key-docs_next button").click()
         _wait(page, lambda: page.evaluate(DOC_IN_URL) != first, "the address naming the next document")
         _idle(page)
         shown = page.evaluate(DOC_IN_URL)
         assert page.get_by_role("heading", name=f"Document {shown}").count() == 1
         assert page.locator(".st-key-docs_pick input").first.input_value() == shown
-        assert page.evaluate(f"() => document.querySelector('{TABLE}').__kept") == 1
+        # the table is the same element; both charts too, redrawn in place for the next document
+        for kept in (TABLE, VIEW, MATCHING):
+            assert page.evaluate(f"() => document.querySelector('{kept}').__kept") == 1, kept
+        model = "simulated-strong"
+        # far below, the matching still holds the first document, hidden until it comes near
+        held = page.evaluate(f"() => document.querySelector('{MATCHING}').dataset.drawn")
+        assert held == f"{model}/{first}"
+        assert page.locator(MATCHING).is_hidden()
+        for chart, revision in ((VIEW, f"{model}/{shown}/1/None"), (MATCHING, f"{model}/{shown}")):
+            page.locator(chart).scroll_into_view_if_needed()
+            drawn_now = f"() => document.querySelector('{chart}').dataset.drawn"
+            _wait(page, lambda js=drawn_now, r=revision: page.evaluate(js) == r, f"{chart} drawn anew")
+            assert page.locator(chart).is_visible()
         drawn = _drawn(page)
         assert drawn[("x", "correct")] > 0 and drawn[("x2", "correct")] > 0
+        browser.close()
+
+
+def test_plotly_js_is_served_from_the_plotly_package_and_nothing_outside_it(app_url):  # noqa: F811
+    from playwright.sync_api import sync_playwright
+
+    from kieval_app.live_chart import NAME, PLOTLY_JS, PLOTLY_ROOT
+
+    with sync_playwright() as p:
+        browser = _browser(p)
+        page = browser.new_page()
+        _visit(page, app_url)
+        _open(page, "Documents")  # the first chart drawn declares the assets
+        page.locator(VIEW).wait_for()
+        assets = f"{app_url}_stcore/bidi-components/{NAME}/"
+        served = page.request.get(assets + PLOTLY_JS)
+        assert served.status == 200
+        assert served.body() == (PLOTLY_ROOT / "package_data" / PLOTLY_JS).read_bytes()
+        for outside in ("../__init__.py", "%2e%2e/__init__.py", "/etc/passwd"):
+            assert page.request.get(assets + outside).status in (400, 404), outside
         browser.close()

@@ -14,6 +14,7 @@ import pytest
 from streamlit import config as st_config
 from streamlit.testing.v1 import AppTest
 
+from kieval_app.live_chart import NAME as LIVE_CHART
 from kieval_app.text import WORD_JOINER, number, pct
 from kieval_core import LoadOptions, evaluate, load
 from kieval_core.count.causes import largest_cause
@@ -50,8 +51,16 @@ def unescape(text: str) -> str:
     return re.sub(r"\\(.)", r"\1", text).replace(WORD_JOINER, "")
 
 
+def live_charts(at: AppTest) -> list[dict]:
+    """What each chart drawn in place (:mod:`kieval_app.live_chart`) sends the browser: its
+    figure, config, plotly.js address and revision."""
+    sent = [json.loads(e.proto.json) for e in at.get("bidi_component")
+            if e.proto.component_name == LIVE_CHART]
+    return [{**data, "figure": json.loads(data["figure"])} for data in sent if "figure" in data]
+
+
 def charts(at: AppTest) -> int:
-    return len(at.get("plotly_chart"))
+    return len(at.get("plotly_chart")) + len(live_charts(at))
 
 
 def metric_values(at: AppTest) -> dict[str, str]:

@@ -1,0 +1,101 @@
+"""Charts and HTML redrawn in place: the Documents page's parts that change with every
+document.
+
+``st.plotly_chart`` gives every new figure a new element, so the browser builds the chart
+anew (``Plotly.newPlot``) each time the figure changes. This Streamlit component (custom
+components v2, no iframe) keeps one chart per key and hands each new figure to
+``Plotly.react``, which updates only what changed. plotly.js is the copy in the plotly
+package the server already has, served once per page through Streamlit's component assets;
+nothing is fetched from the internet. The chart takes the page's font and colours
+(``live_chart.js``) instead of Streamlit's plotly theme.
+
+Either kind is drawn when it comes near the visible part of the page (hidden until then,
+so what it showed before is never seen): moving to the next document draws what is on the
+screen first, not the table a screen below (``st.html`` of the pair-by-pair table alone
+cost ~130 ms per document in the browser, sanitised and laid out far out of sight).
+
+A click on a point that carries ``customdata`` calls ``on_click`` with that value.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import plotly
+import plotly.graph_objects as go
+import streamlit as st
+from plotly.io.json import to_json_plotly
+from streamlit.components.v2.manifest_scanner import ComponentConfig, ComponentManifest
+from streamlit.runtime import Runtime
+
+from kieval_core._version import __version__
+
+_PACKAGE, _COMPONENT = "kieval", "live_chart"
+NAME = f"{_PACKAGE}.{_COMPONENT}"
+#: plotly's own directory; ``package_data/plotly.min.js`` is the plotly.js it was built with.
+PLOTLY_ROOT = Path(plotly.__file__).parent
+PLOTLY_JS = "plotly.min.js"
+
+_JS = Path(__file__).with_name("live_chart.js").read_text(encoding="utf-8")
+_mount = st.components.v2.component(NAME, js=_JS, isolate_styles=False)
+_registering = threading.Lock()
+
+
+def _serve_plotly_js() -> str:
+    """Declare plotly's ``package_data`` as this component's assets on the running server
+    (once per runtime); the URL path of plotly.min.js."""
+    manager = Runtime.instance().bidi_component_registry
+    with _registering:  # registering leaves a bare placeholder until the script is put back
+        if manager.get_component_asset_root(NAME) is None:
+            manager.register_from_manifest(
+                ComponentManifest(name=_PACKAGE, version=__version__,
+                                  components=[ComponentConfig(name=_COMPONENT, asset_dir="package_data")]),
+                PLOTLY_ROOT,
+            )
+            manager.ensure_definition_if_missing_or_placeholder(component_key=NAME, html=None, css=None,
+                                                                js=_JS)
+    base = st.get_option("server.baseUrlPath").strip("/")
+    return f"{'/' + base if base else ''}/_stcore/bidi-components/{NAME}/{PLOTLY_JS}"
+
+
+def live_chart(figure: go.Figure, *, key: str, revision: str, config: dict[str, Any] | None = None,
+               on_click: Callable[[Any], None] | None = None) -> None:
+    """Draw ``figure`` under ``key``, updating the chart already drawn there.
+
+    ``revision`` names what is shown (the document and page, say); the browser writes it
+    on the chart (``data-drawn``) once drawn, for tests and benchmarks to wait on.
+    ``on_click(customdata)`` runs, as a widget callback, when a point with customdata is
+    clicked.
+    """
+    spec = figure.to_dict()
+    # the browser themes the chart from the page; Streamlit's template (colour placeholders
+    # its own chart element fills in) would be sent for nothing
+    spec["layout"].pop("template", None)
+    data = {
+        "figure": to_json_plotly(spec),
+        "config": {"responsive": True, "displaylogo": False, **(config or {})},
+        "src": _serve_plotly_js(),
+        "revision": revision,
+    }
+    if on_click is None:
+        _mount(data=data, key=key)
+        return
+
+    def clicked() -> None:
+        value = st.session_state[key].get("click")
+        if value is not None:
+            on_click(value)
+
+    _mount(data=data, key=key, on_click_change=clicked)
+
+
+def live_html(html: str, *, key: str, revision: str) -> None:
+    """Show ``html`` under ``key`` once it comes near the visible part of the page.
+
+    ``html`` must be built from escaped text (:func:`kieval_app.diff.table_html`): it is
+    set as is, where ``st.html`` would also sanitise it.
+    """
+    _mount(data={"html": html, "revision": revision}, key=key)

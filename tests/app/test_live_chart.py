@@ -1,0 +1,61 @@
+"""The chart redrawn in place (:mod:`kieval_app.live_chart`): what it sends the browser.
+Drawing, redrawing in place and clicks are checked in a real browser
+(``test_e2e_document_view.py``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from streamlit import config as st_config
+from streamlit.testing.v1 import AppTest
+
+from kieval_app.live_chart import NAME, PLOTLY_JS, PLOTLY_ROOT
+
+
+def _chart_app() -> None:
+    import plotly.graph_objects as go
+
+    from kieval_app.live_chart import live_chart
+
+    live_chart(go.Figure(go.Scatter(x=[1, 2], y=[3, 4], customdata=[7, 8]), layout={"height": 300}),
+               key="chart", revision="doc 1", config={"scrollZoom": True})
+
+
+@pytest.mark.parametrize(("base", "prefix"), [("", ""), ("team/kie/", "/team/kie"), ("/kie", "/kie")])
+def test_what_the_browser_is_sent(base, prefix):
+    st_config.set_option("server.baseUrlPath", base)
+    try:
+        at = AppTest.from_function(_chart_app).run()
+    finally:
+        st_config.set_option("server.baseUrlPath", "")
+    (element,) = at.get("bidi_component")
+    assert element.proto.component_name == NAME
+    sent = json.loads(element.proto.json)
+    # under the server's base path
+    assert sent["src"] == f"{prefix}/_stcore/bidi-components/{NAME}/{PLOTLY_JS}"
+    assert sent["revision"] == "doc 1"
+    assert sent["config"] == {"responsive": True, "displaylogo": False, "scrollZoom": True}
+    figure = json.loads(sent["figure"])
+    assert figure["data"][0]["customdata"] == [7, 8] and figure["layout"]["height"] == 300
+    assert "template" not in figure["layout"]  # the browser themes it from the page
+
+
+def test_the_plotly_js_served_is_the_plotly_packages_own():
+    shipped = PLOTLY_ROOT / "package_data" / PLOTLY_JS
+    assert shipped.stat().st_size > 1_000_000
+    assert "* plotly.js v" in shipped.read_text(encoding="utf-8", errors="replace")[:100]
+
+
+def _html_app() -> None:
+    from kieval_app.diff import table_html
+    from kieval_app.live_chart import live_html
+
+    live_html(table_html(["value"], [(["&lt;b&gt;x&lt;/b&gt;"], None)]), key="pairs", revision="doc 2")
+
+
+def test_html_is_sent_as_built_with_its_revision():
+    (element,) = AppTest.from_function(_html_app).run().get("bidi_component")
+    sent = json.loads(element.proto.json)
+    assert sent["revision"] == "doc 2" and set(sent) == {"html", "revision"}
+    assert "<td>&lt;b&gt;x&lt;/b&gt;</td>" in sent["html"] and "<b>" not in sent["html"]
