@@ -67,6 +67,9 @@ const drawn = (block, revision) => {
 const chartDraw = (chart, data) => {
   const figure = JSON.parse(data.figure);
   const layout = { ...(figure.layout || {}), template: template(chart) };
+  for (const image of layout.images || []) { // each source sent once (live_chart.py)
+    if (typeof image.source === "number") image.source = data.images[image.source];
+  }
   chart.style.height = `${layout.height || 450}px`; // the space is kept while a draw waits
   return () => {
     window.Plotly.react(chart, figure.data, layout, data.config).then(() => drawn(chart, data.revision));

@@ -61,6 +61,17 @@ def _serve_plotly_js() -> str:
     return f"{'/' + base if base else ''}/_stcore/bidi-components/{NAME}/{PLOTLY_JS}"
 
 
+def _images_once(layout: dict) -> list[str]:
+    """The layout images' sources, each sent once (the page view shows its page image in
+    both panels): every source becomes its index in the list returned, which the browser
+    puts back."""
+    sources: dict[str, int] = {}
+    for image in layout.get("images") or ():
+        if isinstance(image.get("source"), str):
+            image["source"] = sources.setdefault(image["source"], len(sources))
+    return list(sources)
+
+
 def live_chart(figure: go.Figure, *, key: str, revision: str, config: dict[str, Any] | None = None,
                on_click: Callable[[Any], None] | None = None) -> None:
     """Draw ``figure`` under ``key``, updating the chart already drawn there.
@@ -74,8 +85,10 @@ def live_chart(figure: go.Figure, *, key: str, revision: str, config: dict[str, 
     # the browser themes the chart from the page; Streamlit's template (colour placeholders
     # its own chart element fills in) would be sent for nothing
     spec["layout"].pop("template", None)
+    images = _images_once(spec["layout"])
     data = {
         "figure": to_json_plotly(spec),
+        "images": images,
         "config": {"responsive": True, "displaylogo": False, **(config or {})},
         "src": _serve_plotly_js(),
         "revision": revision,

@@ -59,3 +59,24 @@ def test_html_is_sent_as_built_with_its_revision():
     sent = json.loads(element.proto.json)
     assert sent["revision"] == "doc 2" and set(sent) == {"html", "revision"}
     assert "<td>&lt;b&gt;x&lt;/b&gt;</td>" in sent["html"] and "<b>" not in sent["html"]
+
+
+def _image_app() -> None:
+    import plotly.graph_objects as go
+
+    from kieval_app.live_chart import live_chart
+
+    page = "data:image/jpeg;base64,AAAA"
+    figure = go.Figure(layout={"images": [{"source": page, "xref": "x"}, {"source": page, "xref": "x2"},
+                                          {"source": "data:image/png;base64,BBBB"}]})
+    live_chart(figure, key="a", revision="1")
+    live_chart(figure, key="b", revision="1")  # the same figure again (as cached): unchanged
+
+
+def test_each_image_source_is_sent_once():
+    first, second = AppTest.from_function(_image_app).run().get("bidi_component")
+    for element in (first, second):
+        sent = json.loads(element.proto.json)
+        assert sent["images"] == ["data:image/jpeg;base64,AAAA", "data:image/png;base64,BBBB"]
+        images = json.loads(sent["figure"])["layout"]["images"]
+        assert [i["source"] for i in images] == [0, 0, 1] and images[1]["xref"] == "x2"
