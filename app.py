@@ -16,7 +16,7 @@ import streamlit as st
 
 from kieval_app import session, sidebar, uploads
 from kieval_app.paths import ICON
-from kieval_app.text import md
+from kieval_core.figures.text import md
 
 # a local icon: a :material/...: icon would make every page load fetch it from a font host
 st.set_page_config(page_title="KIEval Workbench", page_icon=str(ICON), layout="wide")

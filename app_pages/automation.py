@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from kieval_app import automation, session
+from kieval_app import session
 from kieval_app.columns import shown
-from kieval_app.text import md, number, pct
-from kieval_core.report.consensus import MIN_MODELS, with_confidence_sources
-from kieval_core.report.decisions import operating_point, review_curve, slice_thresholds, starting_threshold
-from kieval_core.report.tables import threshold_text
+from kieval_core.figures import automation
+from kieval_core.figures.text import md, number, pct
+from kieval_core.result.consensus import MIN_MODELS, with_confidence_sources
+from kieval_core.result.tables import threshold_text
 from kieval_core.review.automation import (
     Costs,
     minimum_cost,
@@ -24,6 +24,7 @@ from kieval_core.review.automation import (
     review_with,
 )
 from kieval_core.review.calibration import calibration, reliability_of
+from kieval_core.review.decisions import operating_point, review_curve, slice_thresholds, starting_threshold
 from kieval_core.review.field_thresholds import per_field_thresholds
 from kieval_core.review.uncertainty import bootstrap, holdout, random_half
 

@@ -3,10 +3,11 @@ models disagree?"""
 
 import streamlit as st
 
-from kieval_app import compare, session
+from kieval_app import session
 from kieval_app.columns import shown
-from kieval_app.text import md, number
-from kieval_core.report.compare import disagreements, paired_bootstrap, per_document
+from kieval_core.figures import compare
+from kieval_core.figures.text import md, number
+from kieval_core.result.compare import disagreements, paired_bootstrap, per_document
 
 ws = session.current()
 session.require_models(ws)

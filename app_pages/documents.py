@@ -8,12 +8,13 @@ document table.
 
 import streamlit as st
 
-from kieval_app import document_view, documents, session
+from kieval_app import session
 from kieval_app.columns import PERCENT_FORMAT, shown
-from kieval_app.diff import table_html
 from kieval_app.live_chart import live_chart, live_html
-from kieval_app.style import KIND_LABELS, KINDS, STATUS_LABELS, STATUS_MARKDOWN_COLORS
-from kieval_app.text import md, number, pct
+from kieval_core.figures import document_view, documents
+from kieval_core.figures.diff import table_html
+from kieval_core.figures.style import KIND_LABELS, KINDS, STATUS_LABELS, STATUS_MARKDOWN_COLORS
+from kieval_core.figures.text import md, number, pct
 
 VALUES, PAGE = "docs_values", "docs_page"  # the pairs table beside the page view; the page shown
 

@@ -5,14 +5,15 @@ import re
 
 import streamlit as st
 
-from kieval_app import error_analysis, session, sidebar
+from kieval_app import session, sidebar
 from kieval_app.columns import shown
-from kieval_app.diff import table_html
-from kieval_app.style import KIND_LABELS, KINDS
-from kieval_app.text import md, number
 from kieval_core.count.causes import CAUSES
-from kieval_core.report.results import top_confusions
-from kieval_core.report.suggest import suggested_comparators
+from kieval_core.figures import error_analysis
+from kieval_core.figures.diff import table_html
+from kieval_core.figures.style import KIND_LABELS, KINDS
+from kieval_core.figures.text import md, number
+from kieval_core.result.results import top_confusions
+from kieval_core.result.suggest import suggested_comparators
 
 ws = session.current()
 session.require_models(ws)

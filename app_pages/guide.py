@@ -4,9 +4,10 @@ import json
 
 import streamlit as st
 
-from kieval_app import automation, documents, guide, overview
-from kieval_app.diff import table_html
-from kieval_app.text import md
+from kieval_app import guide
+from kieval_core.figures import automation, documents, overview
+from kieval_core.figures.diff import table_html
+from kieval_core.figures.text import md
 from kieval_core.review.automation import Costs, with_costs
 
 st.title("Metrics guide")

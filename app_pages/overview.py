@@ -3,13 +3,14 @@ details are one click away."""
 
 import streamlit as st
 
-from kieval_app import overview, saved_runs, session, sidebar, uploads
+from kieval_app import saved_runs, session, sidebar, uploads
 from kieval_app.columns import metric_styler, metric_table, shown
 from kieval_app.sources import SAMPLES
-from kieval_app.text import md, number
 from kieval_core.count.causes import largest_cause
-from kieval_core.report.inputs import load_report
-from kieval_core.report.tables import corrections_table
+from kieval_core.figures import overview
+from kieval_core.figures.text import md, number
+from kieval_core.result.inputs import load_report
+from kieval_core.result.tables import corrections_table
 
 ws = session.current()
 

@@ -31,7 +31,7 @@ from kieval_core.count.engine import count  # noqa: E402
 from kieval_core.count.normalize import Normalizer  # noqa: E402
 from kieval_core.read.formats import LoadOptions
 from kieval_core.read.load import load  # noqa: E402
-from kieval_core.report.tally import Tally  # noqa: E402
+from kieval_core.result.tally import Tally  # noqa: E402
 
 COMPARED = Normalizer(comparators=(("date", "date"), ("*.price", "number"), ("total.*", "number")))
 

@@ -29,7 +29,7 @@ import pandas as pd
 
 from kieval_core import Normalizer, evaluate
 from kieval_core.read.formats.builder import DatasetBuilder
-from kieval_core.report.consensus import consensus_confidence, with_confidence_sources
+from kieval_core.result.consensus import consensus_confidence, with_confidence_sources
 
 FIELDS = [f"field_{i}" for i in range(12)]
 

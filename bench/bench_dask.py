@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench_core import generate  # noqa: E402
 
 from kieval_core import DecisionOptions, evaluate  # noqa: E402
-from kieval_core.report.render import render_report  # noqa: E402
+from kieval_core.output.render import render_report  # noqa: E402
 
 DECISIONS = DecisionOptions(resamples=200)
 

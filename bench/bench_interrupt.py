@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from bench_core import generate  # noqa: E402
 
-from kieval_core.report.outputs import TEMP_MARK  # noqa: E402
-from kieval_core.report.runs import load_run  # noqa: E402
+from kieval_core.output.outputs import TEMP_MARK  # noqa: E402
+from kieval_core.output.runs import load_run  # noqa: E402
 
 OUTPUTS = ("r.json", "e.csv", "D/report.json")
 

@@ -107,21 +107,21 @@ def end_to_end(gt: Path, pred: Path, out: Path, runs: int, before: list[tuple[st
 #: nested in another is part of its caller's time too.
 STAGES = [
     ("kieval_core.read.load", "load"),
-    ("kieval_core.report.scoring", "evaluate_model"),
+    ("kieval_core.result.scoring", "evaluate_model"),
     ("kieval_core.count.engine", "count"),
     ("kieval_core.count.engine", "encode"),
     ("kieval_core.count.engine", "match"),
     ("kieval_core.count.engine", "label"),
     ("kieval_core.count.engine", "label_causes"),
-    ("kieval_core.report.tally", "Tally.from_counted"),
-    ("kieval_core.report.render", "render_report"),
-    ("kieval_core.report.decisions", "automation_section"),
+    ("kieval_core.result.tally", "Tally.from_counted"),
+    ("kieval_core.output.render", "render_report"),
+    ("kieval_core.review.decisions", "automation_section"),
     ("kieval_core.review.uncertainty", "bootstrap"),
     ("kieval_core.review.uncertainty", "holdout"),
     ("kieval_core.review.field_thresholds", "per_field_thresholds"),
     ("kieval_core.review.calibration", "calibration"),
-    ("kieval_core.report.decisions", "document_review_section"),
-    ("kieval_core.report.render", "records_json"),
+    ("kieval_core.review.decisions", "document_review_section"),
+    ("kieval_core.output.render", "records_json"),
 ]
 
 

@@ -49,7 +49,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kieval_app.headless import free_port, server_log, stop, wait_healthy
+from kieval_app.serving.headless import free_port, server_log, stop, wait_healthy
 
 # --- Streamlit and Chromium mechanics (not the app's) ------------------------------------
 CHROMIUM = "/usr/bin/chromium"

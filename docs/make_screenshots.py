@@ -21,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from kieval_app.headless import CHROMIUM_ARGS, streamlit_server  # noqa: E402
+from kieval_app.serving.headless import CHROMIUM_ARGS, streamlit_server  # noqa: E402
 
 PAGES = [
     ("overview", "Overview"),
@@ -70,7 +70,7 @@ def capture(page, path: Path, width: int, max_height: int = 3400) -> None:
 
 def chart_colors() -> list[str]:
     """Every #RRGGBB colour the app's figures are drawn with (its style modules' constants)."""
-    from kieval_app import automation, error_analysis, overview, style
+    from kieval_core.figures import automation, error_analysis, overview, style
 
     found = set()
     for module in (style, automation, error_analysis, overview):

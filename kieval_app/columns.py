@@ -13,9 +13,8 @@ import streamlit as st
 from pandas.api.types import is_numeric_dtype
 
 from kieval_core import EvaluationResult
-
-from .overview import reported_metrics
-from .text import md
+from kieval_core.figures.overview import reported_metrics
+from kieval_core.figures.text import md
 
 PERCENT_FORMAT = "%.2f%%"
 

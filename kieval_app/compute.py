@@ -3,11 +3,11 @@
 :func:`build_workspace` reads the ground truth and scores every prediction file with the
 KIEval family at once (seconds even at 10,000 receipts), through the pipeline of
 :func:`kieval_core.evaluate` (``evaluate_model`` per file, ``combine`` for the result),
-from the server's :class:`~kieval_app.store.Store`: a file already read with the same
+from the server's :class:`~kieval_app.serving.store.Store`: a file already read with the same
 options, or a model already scored against the same ground truth, is not computed again,
 by this session or any other (the uploads score a file to check it, so the workspace
 finds it scored); a heavy read or scoring runs in a child process
-(:mod:`kieval_app.isolation`) that a cancelled upload stops at once. Peer metric families
+(:mod:`kieval_app.serving.isolation`) that a cancelled upload stops at once. Peer metric families
 are computed in the background by the core's ``peer_metrics``, one task per model, and
 join the results when they are ready (:attr:`Workspace.pending`). Pages derive their
 tables through :func:`view`, cached per (workspace, view, parameters). This module keeps
@@ -32,12 +32,12 @@ from typing import Any
 from kieval_core import Dataset, DecisionOptions, EvaluationResult, KievalInputError, ModelResult, load_bytes
 from kieval_core.count.peer_families import PeerFigures, needs_structures
 from kieval_core.limits import Limits, load_cost
+from kieval_core.output.render import render_report
+from kieval_core.output.runs import SavedRun, load_run, save_run
 from kieval_core.read.formats import load_estimate
 from kieval_core.read.page_images import ImageLimits, PageImages, image_files, read_page_images
-from kieval_core.report.registry import resolve_families
-from kieval_core.report.render import render_report
-from kieval_core.report.runs import SavedRun, load_run, save_run
-from kieval_core.report.scoring import (
+from kieval_core.result.registry import resolve_families
+from kieval_core.result.scoring import (
     KeyCounts,
     OneSidedKey,
     combine,
@@ -46,9 +46,9 @@ from kieval_core.report.scoring import (
     peer_metrics,
 )
 
-from .isolation import ChildDied, run_isolated
+from .serving.isolation import ChildDied, run_isolated
+from .serving.store import Busy, Store, Task, TaskCancelled
 from .sources import AppOptions, Source, Sources
-from .store import Busy, Store, Task, TaskCancelled
 
 _LOG = logging.getLogger(__name__)
 
@@ -115,9 +115,9 @@ def read_dataset(store: Store, source: Source, options: AppOptions, role: str,
     and options: the upload check, the scoring and the peer metrics share the copy.
 
     A heavy read (estimated at the store's ``heavy_bytes`` or more) runs in a child process
-    (:func:`~kieval_app.isolation.run_isolated`): the server's other sessions keep the GIL,
+    (:func:`~kieval_app.serving.isolation.run_isolated`): the server's other sessions keep the GIL,
     and a read whose ``waiting`` raises (a cancelled upload) is stopped at once, its memory
-    freed. It raises what the read raised, or :class:`~kieval_app.isolation.ChildDied`."""
+    freed. It raises what the read raised, or :class:`~kieval_app.serving.isolation.ChildDied`."""
     name = "ground truth" if role == "gt" else source.stem
     cost = load_estimate(source.data, source.name)
     arguments = (source.data, source.name, options.load_options(role))
@@ -132,7 +132,7 @@ def read_dataset(store: Store, source: Source, options: AppOptions, role: str,
 def _run(store: Store, cost: int, waiting: Waiting | None, function: Callable[..., Any], *args: Any,
          **kwargs: Any) -> Any:
     """``function(*args, **kwargs)`` in this thread when ``cost`` is below the store's heavy
-    bytes, else in a child process (:func:`~kieval_app.isolation.run_isolated`) that calls
+    bytes, else in a child process (:func:`~kieval_app.serving.isolation.run_isolated`) that calls
     ``waiting(0)`` at every poll."""
     if cost < store.heavy_bytes:
         return function(*args, **kwargs)
@@ -222,7 +222,7 @@ def _peer_key(gt: Source, pred: Source, options: AppOptions) -> tuple:
 def score(store: Store, gt: Source, pred: Source, options: AppOptions,
           waiting: Waiting | None = None) -> tuple[ModelResult, KeyCounts]:
     """One prediction file scored with the KIEval family by the core's
-    :func:`~kieval_core.report.scoring.evaluate_model` (named after the file's stem), and its keys
+    :func:`~kieval_core.result.scoring.evaluate_model` (named after the file's stem), and its keys
     (for the one-sided-key warnings); shared by content.
 
     Raises :class:`~kieval_core.KievalInputError` for a file that cannot be read, and its

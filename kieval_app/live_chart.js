@@ -6,7 +6,7 @@
 // plotly.js is loaded once per page, from the plotly package the server already has
 // (data.src). A click on a point with customdata sends it back as the trigger value "click".
 //
-// HTML (data.html): the server builds it from escaped text only (kieval_app.diff); it
+// HTML (data.html): the server builds it from escaped text only (kieval_core.figures.diff); it
 // replaces the block's content.
 //
 // Either is drawn when it comes within NEAR of the visible part of the page: moving to the

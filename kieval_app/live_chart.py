@@ -31,7 +31,7 @@ from plotly.io.json import to_json_plotly
 from streamlit.components.v2.manifest_scanner import ComponentConfig, ComponentManifest
 from streamlit.runtime import Runtime
 
-from kieval_core._version import __version__
+from kieval_core import __version__
 
 _PACKAGE, _COMPONENT = "kieval", "live_chart"
 NAME = f"{_PACKAGE}.{_COMPONENT}"
@@ -108,7 +108,7 @@ def live_chart(figure: go.Figure, *, key: str, revision: str, config: dict[str, 
 def live_html(html: str, *, key: str, revision: str) -> None:
     """Show ``html`` under ``key`` once it comes near the visible part of the page.
 
-    ``html`` must be built from escaped text (:func:`kieval_app.diff.table_html`): it is
+    ``html`` must be built from escaped text (:func:`kieval_core.figures.diff.table_html`): it is
     set as is, where ``st.html`` would also sanitise it.
     """
     _mount(data={"html": html, "revision": revision}, key=key)

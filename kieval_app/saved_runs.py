@@ -8,10 +8,10 @@ import pandas as pd
 import streamlit as st
 
 from kieval_core.exceptions import KievalInputError, KievalOptionError
-from kieval_core.report.retention import RunInfo, describe_size, list_runs, remove_run, saved_at
+from kieval_core.figures.text import md
+from kieval_core.output.retention import RunInfo, describe_size, list_runs, remove_run, saved_at
 
 from . import session
-from .text import md
 
 PICK = "runs_pick"
 

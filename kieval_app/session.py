@@ -46,18 +46,19 @@ from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from kieval_core.exceptions import KievalInputError, KievalOptionError
+from kieval_core.figures.text import file_size, md
 from kieval_core.limits import Limits
+from kieval_core.output.retention import default_runs_dir, is_run_id
 from kieval_core.read.page_images import directory_files
-from kieval_core.report.retention import default_runs_dir, is_run_id
 
-from . import compute, isolation
-from .collector import Collector
+from . import compute
 from .compute import Workspace
-from .launch import IMAGES_DIR, OPEN_RUN
-from .reaper import Reaper, streamlit_reaper
+from .serving import isolation
+from .serving.collector import Collector
+from .serving.launch import IMAGES_DIR, OPEN_RUN
+from .serving.reaper import Reaper, streamlit_reaper
+from .serving.store import IDLE_BYTES, Store
 from .sources import DEFAULT_SAMPLE, AppOptions, Source, Sources, sample_sources, zipped
-from .store import IDLE_BYTES, Store
-from .text import file_size, md
 
 SOURCES, PENDING, REFUSED, MESSAGES, UPLOADER = "sources", "pending", "refused", "messages", "uploader"
 WORKSPACE, DOC, URL, FRESH, MODEL = "workspace", "doc", "url", "fresh", "model"
@@ -72,8 +73,8 @@ def store() -> Store:
     the memory budget of :mod:`kieval_core.limits` its admissions, the heavy loads limit
     how many large reads and scorings run at once); made once, with the process's GIL
     switch interval shortened (:data:`SWITCH_INTERVAL_S`), the fork server of the heavy reads
-    started (:mod:`kieval_app.isolation`) and, in a server, its full garbage collections
-    skipping what survived the last one (:mod:`kieval_app.collector`)."""
+    started (:mod:`kieval_app.serving.isolation`) and, in a server, its full garbage collections
+    skipping what survived the last one (:mod:`kieval_app.serving.collector`)."""
     idle = int(os.environ.get("KIEVAL_IDLE_CACHE_MB", IDLE_BYTES // 2**20)) * 2**20
     limits = Limits.from_env("app")
     # A session's script gives the GIL up at every wait (a socket, Arrow, a lock) and, beside
@@ -91,7 +92,7 @@ def store() -> Store:
 
 @st.cache_resource(show_spinner=False)
 def reaper() -> Reaper | None:
-    """The timer that closes sessions whose tab was closed (:mod:`kieval_app.reaper`)."""
+    """The timer that closes sessions whose tab was closed (:mod:`kieval_app.serving.reaper`)."""
     return streamlit_reaper(store())
 
 

@@ -6,12 +6,12 @@ import streamlit as st
 
 from kieval_core import FORMATS
 from kieval_core.count.peer_families import STRUCTURES
-from kieval_core.report import registry as metric_registry
+from kieval_core.figures.text import md
+from kieval_core.result import registry as metric_registry
 
 from .compute import Workspace
 from .session import MODEL, URL, describe
 from .sources import SAMPLES, AppOptions, parse_aliases, parse_keys
-from .text import md
 
 OPTION_DEFAULTS = {
     "opt_gt_format": "auto",

@@ -18,13 +18,13 @@ from __future__ import annotations
 import streamlit as st
 
 from kieval_core import NoCommonDocuments
+from kieval_core.figures.text import file_size, md
 from kieval_core.limits import SPECS
 from kieval_core.read.page_images import unknown_documents
 
 from . import compute
 from .session import MESSAGES, PENDING, REFUSED, SOURCES, UPLOADER, session_id, store, upload_limit_mb
 from .sources import AppOptions, Source, Sources, sample_sources
-from .text import file_size, md
 
 FILE_LIMIT = SPECS["file_mb"]
 UPLOAD_TYPES = ["json", "jsonl", "ndjson", "csv", "tsv", "parquet", "zip", "bio"]

@@ -17,7 +17,7 @@ from ._version import __version__ as __version__
 #: Public name -> the module that defines it.
 _EXPORTS = {
     "Accumulator": "accumulator",
-    "DecisionOptions": "report.decisions",
+    "DecisionOptions": "review.decisions",
     "KievalInputError": "exceptions",
     "KievalOptionError": "exceptions",
     "NoCommonDocuments": "exceptions",
@@ -29,11 +29,11 @@ _EXPORTS = {
     "Dataset": "read.dataset",
     "Normalizer": "count.normalize",
     "PeerOptions": "count.peer_families",
-    "build_report": "report.render",
-    "render_report": "report.render",
-    "report_json": "report.render",
-    "EvaluationResult": "report.results",
-    "ModelResult": "report.results",
+    "build_report": "output.render",
+    "render_report": "output.render",
+    "report_json": "output.render",
+    "EvaluationResult": "result.results",
+    "ModelResult": "result.results",
     "Costs": "review.automation",
 }
 
@@ -49,13 +49,13 @@ if TYPE_CHECKING:
     from .count.normalize import Normalizer
     from .count.peer_families import PeerOptions
     from .exceptions import KievalInputError, KievalOptionError, NoCommonDocuments, UndefinedMetricWarning
+    from .output.render import build_report, render_report, report_json
     from .read.dataset import Dataset
     from .read.formats import FORMATS, LoadOptions, load_bytes
     from .read.load import load
-    from .report.decisions import DecisionOptions
-    from .report.render import build_report, render_report, report_json
-    from .report.results import EvaluationResult, ModelResult
+    from .result.results import EvaluationResult, ModelResult
     from .review.automation import Costs
+    from .review.decisions import DecisionOptions
 
 
 def __getattr__(name: str) -> Any:

@@ -35,8 +35,8 @@ from .count.peer_families import PeerOptions, needs_structures
 from .evaluate import evaluate
 from .exceptions import KievalInputError, KievalOptionError
 from .read.formats import LoadOptions, load_bytes
-from .report.registry import resolve_families
-from .report.results import EvaluationResult
+from .result.registry import resolve_families
+from .result.results import EvaluationResult
 
 GT_SOURCE = "ground truth (accumulated)"
 

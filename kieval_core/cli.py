@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING
 # command imports what it needs, and only the chosen command's options are built
 from .exceptions import KievalInputError, KievalOptionError, UndefinedMetricWarning
 from .limits import LIMITS, SPECS, WHOLE, Limits
-from .report.outputs import Interrupted, OutputSet, StagedFile, stop_on_signals
+from .output.outputs import Interrupted, OutputSet, StagedFile, stop_on_signals
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .report.registry import Metric
+    from .result.registry import Metric
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_GATE = 0, 1, 2, 3
 
@@ -83,10 +83,10 @@ def _evaluate_options(ev: argparse.ArgumentParser) -> None:
     from .count.peer_families import STRUCTURES
     from .evaluate import ENGINES
     from .read.formats import FORMATS
-    from .report.consensus import CONFIDENCE_FROM
-    from .report.decisions import MAX_RESAMPLES, REVIEW_CHOICES
-    from .report.registry import FAMILIES
+    from .result.consensus import CONFIDENCE_FROM
+    from .result.registry import FAMILIES
     from .review.automation import MISSING_POLICIES
+    from .review.decisions import MAX_RESAMPLES, REVIEW_CHOICES
     from .safe_text import CSV_FORMULAS
 
     read = ev.add_argument_group("reading files")
@@ -226,10 +226,10 @@ class _Progress:
 
 def _format_summary(frame: pd.DataFrame) -> str:
     """Metrics as rows, models as columns; counts with thousands separators, fractions
-    with four decimals, thresholds as :func:`~kieval_core.report.tables.threshold_text`
+    with four decimals, thresholds as :func:`~kieval_core.result.tables.threshold_text`
     writes them (just above the largest confidence is "> 1 (review all)", not 1.0000)."""
-    from .report.render import THRESHOLD_ROWS, WHOLE_ROWS
-    from .report.tables import cell_text, threshold_text
+    from .output.render import THRESHOLD_ROWS, WHOLE_ROWS
+    from .result.tables import cell_text, threshold_text
 
     def text_of(value, row: str) -> str:
         if row in THRESHOLD_ROWS and isinstance(value, float):
@@ -266,8 +266,8 @@ class Gate:
 def parse_gates(gates: list[str], fail_under: list[tuple[str, str]]) -> list[Gate]:
     """Validate gates before any work is done: known keys, numbers, and for registry
     metrics the operator of the metric's direction."""
-    from .report.registry import METRICS
-    from .report.render import DECISION_ROWS
+    from .output.render import DECISION_ROWS
+    from .result.registry import METRICS
 
     registry = {m.key: m for m in METRICS}
     decision_keys = set(DECISION_ROWS.values())
@@ -299,7 +299,7 @@ def parse_gates(gates: list[str], fail_under: list[tuple[str, str]]) -> list[Gat
 
 
 def _failures(report: dict, gates: list[Gate]) -> list[str]:
-    from .report.render import value_at
+    from .output.render import value_at
 
     failures = []
     for gate in gates:
@@ -334,14 +334,14 @@ def _evaluate(args: argparse.Namespace) -> int:
     from .count.normalize import Normalizer
     from .count.peer_families import PeerOptions
     from .evaluate import evaluate
+    from .output.render import decision_notes, document_target_line, render_report, summary_frame
+    from .output.runs import RunStage
+    from .output.tracking import MlflowTarget
     from .read.formats import LoadOptions
-    from .report.decisions import DecisionOptions
-    from .report.render import decision_notes, document_target_line, render_report, summary_frame
-    from .report.results import all_error_lists
-    from .report.runs import RunStage
-    from .report.suggest import hint_lines
-    from .report.tracking import MlflowTarget
+    from .result.results import all_error_lists
+    from .result.suggest import hint_lines
     from .review.automation import Costs
+    from .review.decisions import DecisionOptions
     from .safe_text import csv_text, for_terminal
 
     _batch_memory_pool()
@@ -430,7 +430,7 @@ def _say(line: str) -> None:
 
 def _inputs(gt: str, preds: list[str]) -> dict:
     """Each input's path and digest, for the manifest of a saved run."""
-    from .report.runs import digest
+    from .output.runs import digest
 
     models = {name: {"source": path, "digest": digest(path)} for name, path in _predictions(preds).items()}
     return {"gt": {"source": gt, "digest": digest(gt)}, "models": models}
@@ -445,9 +445,9 @@ def _options(args: argparse.Namespace) -> dict:
 
 
 def _dashboard(args: argparse.Namespace, server_options: list[str]) -> int:
-    from kieval_app.launch import launch  # the app is only needed to start it
+    from kieval_app.serving.launch import launch  # the app is only needed to start it
 
-    from .report.runs import load_run
+    from .output.runs import load_run
 
     limits = _limits(args, "app")  # checked now, given to the server as its environment
     if args.run is not None:
@@ -458,7 +458,7 @@ def _dashboard(args: argparse.Namespace, server_options: list[str]) -> int:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    from .report.retention import (
+    from .output.retention import (
         default_runs_dir,
         describe_size,
         format_runs,
@@ -494,7 +494,7 @@ def _runs(args: argparse.Namespace) -> int:
 
 
 def _list_metrics() -> int:
-    from .report.registry import METRICS
+    from .result.registry import METRICS
 
     for metric in METRICS:
         print(f"{metric.key}  ({metric.family}, {metric.direction})\n    {metric.definition}")

@@ -15,10 +15,10 @@ from .exceptions import KievalOptionError
 from .read.dataset import Dataset
 from .read.formats import LoadOptions
 from .read.load import load
-from .report.consensus import with_confidence_sources
-from .report.registry import resolve_families
-from .report.results import EvaluationResult, ModelResult
-from .report.scoring import (
+from .result.consensus import with_confidence_sources
+from .result.registry import resolve_families
+from .result.results import EvaluationResult, ModelResult
+from .result.scoring import (
     DatasetLike,
     KeyCounts,
     Progress,
@@ -64,7 +64,7 @@ def evaluate(
     normalizer
         Value comparison (default: NFC + strip + collapse spaces).
     metrics
-        Metric families to compute (see :mod:`kieval_core.report.registry`).
+        Metric families to compute (see :mod:`kieval_core.result.registry`).
     load_options, peer_options
         How to read files; options of the peer metrics (CER threshold, structure).
     progress
@@ -82,7 +82,7 @@ def evaluate(
         What review does with predictions without confidence (``automate``: they count
         as 1.0; ``review``: as 0.0), and where confidences come from (``model``, or
         ``consensus`` of the other models for models without any); see
-        :func:`kieval_core.report.consensus.with_confidence_sources`.
+        :func:`kieval_core.result.consensus.with_confidence_sources`.
     """
     result = _evaluate(gt, predictions, normalizer=normalizer, metrics=metrics, load_options=load_options,
                        peer_options=peer_options, progress=progress, engine=engine, scheduler=scheduler,

@@ -12,10 +12,10 @@ import pytest
 from builders import dataset
 
 from kieval_core import Costs, DecisionOptions, KievalOptionError, evaluate
-from kieval_core.report import compare, decisions
+from kieval_core.result import compare
 from kieval_core.review import automation as review
 from kieval_core.review import calibration as cal
-from kieval_core.review import field_thresholds, uncertainty
+from kieval_core.review import decisions, field_thresholds, uncertainty
 
 # Two receipts with confidences: a right total, a wrong date, a wrong total, a spurious tax.
 GT = {"A": [("", "", "total", "5"), ("", "", "date", "1/1")], "B": [("", "", "total", "7")]}

@@ -364,7 +364,7 @@ def test_the_summary_prints_causes_and_the_comparator_to_try(tmp_path, capsys):
 def test_no_hints_leaves_out_the_try_line_and_its_work(tmp_path, capsys, monkeypatch):
     """--no-hints: no 'try:' line and no re-count of the suggested comparators (it is never
     called); every other line of the summary and the JSON report stay the same."""
-    from kieval_core.report import suggest
+    from kieval_core.result import suggest
 
     pred = {**RPA_PRED, "date": {"value": "2019-02-01", "confidence": 0.4}}
     gt_file, pred_file = _files(tmp_path, RPA_GT, pred)

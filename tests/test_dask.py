@@ -29,8 +29,8 @@ from kieval_core import (
     load,
 )
 from kieval_core.cli import main
-from kieval_core.report.render import report_json
-from kieval_core.report.runs import load_run
+from kieval_core.output.render import report_json
+from kieval_core.output.runs import load_run
 
 distributed = pytest.importorskip("distributed")
 

@@ -9,16 +9,16 @@ from builders import dataset
 from conftest import SAMPLE_DATA
 
 from kieval_core import Costs, DecisionOptions, evaluate
+from kieval_core.output.render import build_report
 from kieval_core.read.formats.builder import DatasetBuilder
-from kieval_core.report.decisions import operating_point, review_curve, slice_thresholds, starting_threshold
-from kieval_core.report.render import build_report
-from kieval_core.report.tables import corrections_table
+from kieval_core.result.tables import corrections_table
 from kieval_core.review.automation import (
     recommend_for_automation,
     recommend_for_budget,
     review_at,
     with_costs,
 )
+from kieval_core.review.decisions import operating_point, review_curve, slice_thresholds, starting_threshold
 
 
 def _model(gt, pred, meta=None):

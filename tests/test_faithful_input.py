@@ -12,8 +12,8 @@ from conftest import SAMPLE_DATA
 
 from kieval_core import KievalInputError, LoadOptions, evaluate, load, load_bytes
 from kieval_core.cli import main
+from kieval_core.output.render import build_report
 from kieval_core.read.locations import LOCATION_KEYS
-from kieval_core.report.render import build_report
 from kieval_core.review.automation import review_at
 
 

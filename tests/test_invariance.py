@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kieval_core import DecisionOptions, evaluate, load_bytes
-from kieval_core.report.render import report_json
+from kieval_core.output.render import report_json
 
 # few values and few confidences: many duplicates and ties
 VALUES = st.sampled_from(["1", "2", "A", "B"])

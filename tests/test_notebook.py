@@ -14,8 +14,8 @@ import pytest
 
 from kieval_core import KievalOptionError, evaluate
 from kieval_core.accumulator import Accumulator
-from kieval_core.report import charts
-from kieval_core.report.tables import cell_text
+from kieval_core.figures import charts
+from kieval_core.result.tables import cell_text
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_data"
@@ -101,7 +101,7 @@ def test_a_model_without_confidences_has_no_automation_chart():
 def test_the_core_loads_neither_plotly_nor_streamlit_and_the_charts_no_streamlit():
     code = (
         "import sys\n"
-        "from kieval_core import evaluate\nfrom kieval_core.report import charts\n"
+        "from kieval_core import evaluate\nfrom kieval_core.figures import charts\n"
         f"r = evaluate({str(SAMPLE / 'cord_v2_gt.jsonl')!r}, {{'m': {str(SAMPLE / 'sim_strong.jsonl')!r}}})\n"
         "r._repr_html_(); r.to_frame()\n"
         "assert 'plotly' not in sys.modules and 'streamlit' not in sys.modules, 'core'\n"

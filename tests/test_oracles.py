@@ -15,7 +15,7 @@ from test_invariance import corpus
 from kieval_core import Normalizer, evaluate
 from kieval_core.count.engine import tp_and_error
 from kieval_core.count.scores import aligned_score
-from kieval_core.report.suggest import rescored_aligned
+from kieval_core.result.suggest import rescored_aligned
 from kieval_core.review.automation import Costs, with_costs
 from kieval_core.review.calibration import auroc, average_ranks, calibration
 from kieval_core.review.field_thresholds import per_field_thresholds

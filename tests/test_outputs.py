@@ -14,9 +14,9 @@ from conftest import SAMPLE_DATA
 
 from kieval_core import safe_text
 from kieval_core.cli import main
-from kieval_core.report import outputs, runs
-from kieval_core.report import render as report
-from kieval_core.report.runs import RunStage, load_run
+from kieval_core.output import outputs, runs
+from kieval_core.output import render as report
+from kieval_core.output.runs import RunStage, load_run
 
 evaluate_module = importlib.import_module("kieval_core.evaluate")  # the package's `evaluate` is the function
 GT = str(SAMPLE_DATA / "cord_v2_gt.jsonl")

@@ -22,9 +22,9 @@ from kieval_core import DecisionOptions, KievalInputError, KievalOptionError, Lo
 from kieval_core.count.alignment import document_alignment
 from kieval_core.count.matching import match_block, match_stack
 from kieval_core.count.normalize import Normalizer
+from kieval_core.output.render import report_json
+from kieval_core.output.runs import load_run, save_run
 from kieval_core.read.shards import input_name, is_sharded, partition_of, read_shard, shard_paths, summarize
-from kieval_core.report.render import report_json
-from kieval_core.report.runs import load_run, save_run
 from kieval_core.scale.partitions import Input, Job, merge_partitions, score_partition
 
 DECISIONS = DecisionOptions(resamples=30, target=0.7)

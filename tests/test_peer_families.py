@@ -12,8 +12,8 @@ from conftest import SAMPLE_DATA
 from kieval_core import evaluate
 from kieval_core.cli import main
 from kieval_core.count.peer_families import PeerOptions, renest
-from kieval_core.report.registry import FAMILIES, METRICS, metrics_of
-from kieval_core.report.render import report_json
+from kieval_core.output.render import report_json
+from kieval_core.result.registry import FAMILIES, METRICS, metrics_of
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from kieval_core import DecisionOptions, evaluate
 from kieval_core.count.causes import CAUSE_COLUMNS, CAUSES_OF_KIND
-from kieval_core.report.render import (
+from kieval_core.output.render import (
     RawJSON,
     _records,
     build_report,

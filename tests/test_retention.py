@@ -10,9 +10,9 @@ from conftest import SAMPLE_DATA
 
 from kieval_core import KievalInputError, KievalOptionError
 from kieval_core.cli import main
-from kieval_core.report.outputs import TEMP_MARK
-from kieval_core.report.retention import list_runs, prune_runs, remove_run
-from kieval_core.report.runs import RunStage
+from kieval_core.output.outputs import TEMP_MARK
+from kieval_core.output.retention import list_runs, prune_runs, remove_run
+from kieval_core.output.runs import RunStage
 
 
 def save(root, run_id: str, age_days: float = 0.0, *models: str) -> None:

@@ -18,8 +18,8 @@ from test_worked_examples import RPA_GT, RPA_PRED
 
 from kieval_core import DecisionOptions, Normalizer, evaluate, load
 from kieval_core.cli import main
-from kieval_core.report.consensus import consensus_confidence, with_confidence_sources
-from kieval_core.report.render import build_report
+from kieval_core.output.render import build_report
+from kieval_core.result.consensus import consensus_confidence, with_confidence_sources
 from kieval_core.review.automation import (
     Costs,
     document_review_curve,
@@ -284,13 +284,13 @@ def test_consensus_on_the_seven_sroie_systems(shared_data):
 @settings(max_examples=40, deadline=None)
 @given(corpus(), st.sampled_from(["predictions", "documents"]), st.sampled_from([0.3, 0.6, 0.9]))
 def test_operating_points_by_every_way_of_deciding(data, review, value):
-    from kieval_core.report.decisions import operating_point, review_curve
     from kieval_core.review.automation import (
         point_at,
         review_by_entity_type,
         review_documents_by_entity_type,
         review_with,
     )
+    from kieval_core.review.decisions import operating_point, review_curve
 
     gt, (pred,) = data
     m = _model(gt, pred)
@@ -321,7 +321,7 @@ def test_operating_points_by_every_way_of_deciding(data, review, value):
 
 
 def test_an_unreachable_target_shows_the_best_point_with_automation(rpa_files):
-    from kieval_core.report.decisions import operating_point
+    from kieval_core.review.decisions import operating_point
 
     model = evaluate(*rpa_files).models["m"]
     op = operating_point(model, decide_by="accuracy", value=0.95)

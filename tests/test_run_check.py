@@ -14,7 +14,7 @@ from conftest import SAMPLE_DATA
 
 from kieval_core import KievalInputError
 from kieval_core.cli import main
-from kieval_core.report.runs import load_run
+from kieval_core.output.runs import load_run
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,8 @@ from conftest import SAMPLE_DATA
 
 from kieval_core import DecisionOptions, KievalInputError, evaluate
 from kieval_core.cli import main
-from kieval_core.report.render import report_json
-from kieval_core.report.runs import digest, load_detail, load_run
+from kieval_core.output.render import report_json
+from kieval_core.output.runs import digest, load_detail, load_run
 
 #: Runs saved by earlier versions (see the README there).
 SAVED_RUNS = Path(__file__).parent / "saved_runs"

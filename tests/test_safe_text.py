@@ -12,9 +12,9 @@ from builders import write_jsonl
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kieval_app.error_analysis import error_list_csv, error_list_json
 from kieval_core import evaluate
 from kieval_core.cli import main
+from kieval_core.figures.error_analysis import error_list_csv, error_list_json
 from kieval_core.safe_text import for_terminal, neutralise_formulas
 
 FORMULAS = ["=HYPERLINK(\"http://x.example\",\"a\")", "=cmd|' /C calc'!A0", "+1+1", "-2+3", "@SUM(A1)",

@@ -15,11 +15,11 @@ from mlflow import MlflowClient  # noqa: E402
 
 from kieval_core import DecisionOptions, KievalOptionError, evaluate, render_report  # noqa: E402
 from kieval_core.cli import main  # noqa: E402
-from kieval_core.report.registry import METRICS  # noqa: E402
-from kieval_core.report.render import DECISION_ROWS, value_at  # noqa: E402
-from kieval_core.report.results import all_error_lists  # noqa: E402
-from kieval_core.report.runs import load_run  # noqa: E402
-from kieval_core.report.tracking import INSTALL, log_mlflow, result_metrics  # noqa: E402
+from kieval_core.output.render import DECISION_ROWS, value_at  # noqa: E402
+from kieval_core.output.runs import load_run  # noqa: E402
+from kieval_core.output.tracking import INSTALL, log_mlflow, result_metrics  # noqa: E402
+from kieval_core.result.registry import METRICS  # noqa: E402
+from kieval_core.result.results import all_error_lists  # noqa: E402
 from kieval_core.safe_text import csv_text  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

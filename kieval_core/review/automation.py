@@ -135,7 +135,7 @@ class ReviewModel:
                      has_confidence: np.ndarray | None = None) -> ReviewModel:
         """The model of the engine's tables. ``confidence`` (one per predicted entity, in
         the table's order) replaces the file's own, e.g. consensus confidences
-        (:mod:`kieval_core.report.consensus`); ``has_confidence`` then says which of them count
+        (:mod:`kieval_core.result.consensus`); ``has_confidence`` then says which of them count
         as carrying one (default: all)."""
         pred, cells = counted.pred_entities, counted.cells
         conf = pred["confidence"].to_numpy(np.float64)

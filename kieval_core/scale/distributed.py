@@ -39,6 +39,7 @@ from typing import Any
 
 from ..count.normalize import Normalizer
 from ..exceptions import KievalInputError, KievalOptionError
+from ..output.runs import clear_partitions
 from ..read.dataset import Dataset
 from ..read.formats import LoadOptions
 from ..read.shards import (
@@ -51,10 +52,9 @@ from ..read.shards import (
     shard_paths,
     summarize,
 )
-from ..report.registry import resolve_families
-from ..report.results import EvaluationResult
-from ..report.runs import clear_partitions
-from ..report.scoring import DatasetLike, Progress, named_inputs, no_common_documents, unique_name
+from ..result.registry import resolve_families
+from ..result.results import EvaluationResult
+from ..result.scoring import DatasetLike, Progress, named_inputs, no_common_documents, unique_name
 from .partitions import Input, Job, PartitionResult, merge_partitions, score_partition
 
 #: Rows (GT and predicted entities together) per partition when the shards are shuffled.
@@ -138,9 +138,9 @@ def evaluate_dask(
     run_dir
         Where the partitions of a saved run go: every partition writes its detail
         (``models/<i>/detail/part-<k>/``) and GT entities there. Pass a
-        :class:`kieval_core.report.runs.RunStage`'s ``path`` and complete it with its ``write``
+        :class:`kieval_core.output.runs.RunStage`'s ``path`` and complete it with its ``write``
         and ``commit`` (as ``--save-run`` does), or a directory that
-        :func:`kieval_core.report.runs.save_run` then completes.
+        :func:`kieval_core.output.runs.save_run` then completes.
     collect_error_list
         Keep every error (``ModelResult.error_list``): the partitions' error lists,
         concatenated in the local engine's order on the client.

@@ -7,10 +7,10 @@ canonical order), so:
 
 * :func:`score_partition` runs the local engine's code on one partition (the rows of its
   documents, as :class:`~kieval_core.read.shards.ShardRows`): :func:`~kieval_core.read.shards.assemble`,
-  :func:`~kieval_core.report.scoring.score` and :meth:`~kieval_core.report.tally.Tally.from_counted`;
+  :func:`~kieval_core.result.scoring.score` and :meth:`~kieval_core.result.tally.Tally.from_counted`;
 * :func:`merge_partitions` reduces the partitions' results into the
-  :class:`~kieval_core.report.results.EvaluationResult` of the whole corpus:
-  :meth:`~kieval_core.report.tally.Tally.merge` of their tallies (integer counts summed, per-document
+  :class:`~kieval_core.result.results.EvaluationResult` of the whole corpus:
+  :meth:`~kieval_core.result.tally.Tally.merge` of their tallies (integer counts summed, per-document
   tables concatenated, the review models concatenated and put in canonical order), so
   every automation figure, curve, bootstrap and per-field threshold comes from the same
   code and the same arrays as in a local run.
@@ -31,12 +31,12 @@ import numpy as np
 import pandas as pd
 
 from ..count.normalize import Normalizer
+from ..output.runs import save_partition
 from ..read.dataset import DatasetSummary
 from ..read.shards import ShardRows, assemble
-from ..report.results import EvaluationResult, ModelResult, error_list_of
-from ..report.runs import save_partition
-from ..report.scoring import KeyCounts, model_warnings, one_sided_keys, score
-from ..report.tally import Tally
+from ..result.results import EvaluationResult, ModelResult, error_list_of
+from ..result.scoring import KeyCounts, model_warnings, one_sided_keys, score
+from ..result.tally import Tally
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Functions the tests of :mod:`kieval_app.isolation` run in a child process (the child
+"""Functions the tests of :mod:`kieval_app.serving.isolation` run in a child process (the child
 imports them by name: a test module imported by pytest's importlib mode cannot be)."""
 
 from __future__ import annotations

@@ -13,9 +13,9 @@ import pytest
 from test_pages import errors, started, unescape, upload, workspace
 
 from kieval_app import compute
-from kieval_app.reaper import Reaper
+from kieval_app.serving.reaper import Reaper
+from kieval_app.serving.store import Busy, Store
 from kieval_app.sources import AppOptions, Source, Sources
-from kieval_app.store import Busy, Store
 from kieval_core.exceptions import KievalOptionError
 from kieval_core.limits import LimitExceeded, Limits
 
@@ -338,7 +338,7 @@ def test_an_upload_waits_for_its_turn_on_the_page_then_loads(monkeypatch):
 def test_the_dashboard_allocates_memory_it_can_give_back(monkeypatch, tmp_path):
     """``kieval dashboard`` starts the server on glibc's malloc (Python objects and Arrow
     buffers), which returns what closed sessions held; a variable the user set wins."""
-    from kieval_app import launch
+    from kieval_app.serving import launch
 
     started_with = {}
 

@@ -11,8 +11,9 @@ from types import SimpleNamespace
 
 from test_pages import open_page, started, upload, workspace
 
-from kieval_app import compute, documents, session
-from kieval_app.store import Store
+from kieval_app import compute, session
+from kieval_app.serving.store import Store
+from kieval_core.figures import documents
 
 WS = SimpleNamespace(key="workspace")  # compute.view reads the workspace's key only
 

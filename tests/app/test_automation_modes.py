@@ -22,11 +22,11 @@ from test_pages import (
     upload,
 )
 
-from kieval_app.text import number, pct
 from kieval_core import LoadOptions, evaluate, load
-from kieval_core.report.consensus import with_confidence_sources
-from kieval_core.report.decisions import operating_point
+from kieval_core.figures.text import number, pct
+from kieval_core.result.consensus import with_confidence_sources
 from kieval_core.review.automation import review_documents_with
+from kieval_core.review.decisions import operating_point
 
 DECIDE_BY = ("accuracy", "automation", "budget", "threshold")
 

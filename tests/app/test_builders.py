@@ -17,16 +17,17 @@ import plotly.io as pio
 import pytest
 from builders import without_key
 
-from kieval_app import automation, compare, compute, documents, error_analysis, guide, overview
-from kieval_app.diff import diff_html, table_html
+from kieval_app import compute, guide
+from kieval_app.serving.store import Store, TaskCancelled, approximate_size
 from kieval_app.sources import AppOptions, Source, sample_sources
-from kieval_app.store import Store, TaskCancelled, approximate_size
 from kieval_core import DecisionOptions, NoCommonDocuments, evaluate, load_bytes
-from kieval_core.report import registry as metric_registry
-from kieval_core.report.compare import paired_bootstrap, per_document
-from kieval_core.report.render import report_json
-from kieval_core.report.results import top_confusions
-from kieval_core.report.tables import corrections_table
+from kieval_core.figures import automation, compare, documents, error_analysis, overview
+from kieval_core.figures.diff import diff_html, table_html
+from kieval_core.output.render import report_json
+from kieval_core.result import registry as metric_registry
+from kieval_core.result.compare import paired_bootstrap, per_document
+from kieval_core.result.results import top_confusions
+from kieval_core.result.tables import corrections_table
 
 # --- overview -----------------------------------------------------------------------------
 
@@ -203,7 +204,7 @@ def test_cause_colours_are_shades_of_their_kind():
     its kind's colour (additions were orange there, the substitutions' colour here)."""
     import colorsys
 
-    from kieval_app.style import KIND_COLORS
+    from kieval_core.figures.style import KIND_COLORS
 
     def hue(color):
         rgb = [int(color[i:i + 2], 16) / 255 for i in (1, 3, 5)]
@@ -423,7 +424,7 @@ def test_approximate_size_measures_a_large_container_on_a_sample(monkeypatch):
     8 bytes a slot and 56 for the list; a dict of them adds the keys. Only the first
     ``SAMPLE`` items are walked (a full walk of 60,000 documents' structures held the GIL
     for a second at every heavy upload)."""
-    from kieval_app import store as store_module
+    from kieval_app.serving import store as store_module
 
     texts = [f"{i:05d}" for i in range(100_000)]
     assert approximate_size(texts) == 100_000 * (5 + 49) + 8 * 100_000 + 56
@@ -445,7 +446,7 @@ def test_a_server_that_exits_early_is_reported_with_its_output():
     import subprocess
     import sys
 
-    from kieval_app.headless import server_log, wait_healthy
+    from kieval_app.serving.headless import server_log, wait_healthy
 
     with server_log() as log:
         process = subprocess.Popen([sys.executable, "-c", "print('no such app'); raise SystemExit(1)"],

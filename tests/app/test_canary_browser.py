@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from browser_setup import CHROMIUM, need_chromium, wait_idle
 
-from kieval_app.headless import CHROMIUM_ARGS, free_port, streamlit_server
+from kieval_app.serving.headless import CHROMIUM_ARGS, free_port, streamlit_server
 from kieval_core.cli import main
 
 pytestmark = pytest.mark.e2e

@@ -1,4 +1,4 @@
-"""The server's garbage collections (kieval_app.collector): what survives a full collection
+"""The server's garbage collections (kieval_app.serving.collector): what survives a full collection
 is frozen, so Streamlit's collection after every rerun scans only the new objects; a thaw
 (a session's end, the store dropping entries, the periodic one) lets the reference cycles
 that died while frozen be collected."""
@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from kieval_app.collector import Collector
-from kieval_app.store import Store
+from kieval_app.serving.collector import Collector
+from kieval_app.serving.store import Store
 
 MIB = 2**20
 

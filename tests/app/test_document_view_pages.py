@@ -13,9 +13,9 @@ from PIL import Image
 from test_page_images import _pdf, _zip
 from test_pages import live_charts, open_page, started, unescape, upload
 
-from kieval_app import document_view
 from kieval_core import evaluate
 from kieval_core.count.alignment import document_boxes
+from kieval_core.figures import document_view
 from kieval_core.read.page_images import Page
 
 

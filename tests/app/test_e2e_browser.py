@@ -20,9 +20,9 @@ import pandas as pd
 import pytest
 from browser_setup import CHROMIUM, need_chromium, wait_idle
 
-from kieval_app.headless import CHROMIUM_ARGS, streamlit_server
-from kieval_app.text import pct
+from kieval_app.serving.headless import CHROMIUM_ARGS, streamlit_server
 from kieval_core import evaluate, load
+from kieval_core.figures.text import pct
 from kieval_core.review.automation import review_at
 
 pytestmark = pytest.mark.e2e

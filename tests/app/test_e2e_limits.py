@@ -24,7 +24,7 @@ import pytest
 from browser_setup import CHROMIUM, need_chromium, wait_idle
 from builders import replicated_jsonl, zip_bomb
 
-from kieval_app.headless import CHROMIUM_ARGS, free_port, server_log, stop, wait_healthy
+from kieval_app.serving.headless import CHROMIUM_ARGS, free_port, server_log, stop, wait_healthy
 
 pytestmark = pytest.mark.e2e
 

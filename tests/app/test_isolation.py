@@ -22,15 +22,15 @@ from builders import replicated_jsonl
 import kieval_app
 import kieval_core
 from kieval_app import compute
-from kieval_app.isolation import ChildDied, run_isolated
+from kieval_app.serving.isolation import ChildDied, run_isolated
+from kieval_app.serving.store import Busy, Store, TaskCancelled
 from kieval_app.sources import AppOptions, Source
-from kieval_app.store import Busy, Store, TaskCancelled
 from kieval_core import NoCommonDocuments, load_bytes
 from kieval_core.exceptions import KievalInputError, KievalOptionError, UndefinedMetricWarning
 from kieval_core.limits import LimitExceeded
+from kieval_core.output.outputs import Interrupted
 from kieval_core.read.formats.jsontext import NeedsSourceText
 from kieval_core.read.locations import BadLocation
-from kieval_core.report.outputs import Interrupted
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_GT = ROOT / "sample_data" / "cord_v2_gt.jsonl"

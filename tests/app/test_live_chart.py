@@ -48,8 +48,8 @@ def test_the_plotly_js_served_is_the_plotly_packages_own():
 
 
 def _html_app() -> None:
-    from kieval_app.diff import table_html
     from kieval_app.live_chart import live_html
+    from kieval_core.figures.diff import table_html
 
     live_html(table_html(["value"], [(["&lt;b&gt;x&lt;/b&gt;"], None)]), key="pairs", revision="doc 2")
 

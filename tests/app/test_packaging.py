@@ -14,9 +14,9 @@ import pytest
 from browser_setup import CHROMIUM, need_chromium
 from test_e2e_browser import TIMEOUT_MS, _headline, _idle
 
-from kieval_app.headless import CHROMIUM_ARGS, free_port, server_log, wait_healthy
-from kieval_app.text import pct
+from kieval_app.serving.headless import CHROMIUM_ARGS, free_port, server_log, wait_healthy
 from kieval_core import evaluate
+from kieval_core.figures.text import pct
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]

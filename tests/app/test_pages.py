@@ -15,9 +15,9 @@ from streamlit import config as st_config
 from streamlit.testing.v1 import AppTest
 
 from kieval_app.live_chart import NAME as LIVE_CHART
-from kieval_app.text import WORD_JOINER, number, pct
 from kieval_core import LoadOptions, evaluate, load
 from kieval_core.count.causes import largest_cause
+from kieval_core.figures.text import WORD_JOINER, number, pct
 from kieval_core.review.automation import recommend, recommend_for_automation, recommend_for_budget, review_at
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -454,7 +454,7 @@ def test_every_way_of_deciding_moves_every_card(strong):
     at.number_input(key="auto_budget").set_value(500.0).run()
     expect(review_at(review, recommend_for_budget(strong.curve, 500.0, strong.n_documents).threshold))
     at.segmented_control(key="auto_mode").set_value("threshold").run()
-    from kieval_app.automation import operating_points
+    from kieval_core.figures.automation import operating_points
 
     chosen = float(operating_points(strong.curve)["threshold"].iloc[3])
     at.select_slider(key="auto_tau").set_value(chosen).run()
@@ -498,7 +498,7 @@ def test_compare_with_one_model_explains_itself():
 
 
 def test_guide_shows_the_registry_and_the_live_fig2_example():
-    from kieval_core.report import registry
+    from kieval_core.result import registry
 
     at = started()
     open_page(at, "guide")

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import kieval_app.automation
-import kieval_app.compare
-import kieval_app.diff
-import kieval_app.documents
+import kieval_app.serving.store
 import kieval_app.sources
-import kieval_app.store
-import kieval_app.text
+import kieval_core.figures.automation
+import kieval_core.figures.compare
+import kieval_core.figures.diff
+import kieval_core.figures.documents
+import kieval_core.figures.text
 from kieval_app.sources import (
     AppOptions,
     Source,
@@ -25,19 +25,19 @@ from kieval_app.sources import (
     parse_keys,
     sample_sources,
 )
-from kieval_app.text import WORD_JOINER, md, pct, plain
+from kieval_core.figures.text import WORD_JOINER, md, pct, plain
 
 
 @pytest.mark.parametrize(
     "module",
     [
-        kieval_app.text,
+        kieval_core.figures.text,
         kieval_app.sources,
-        kieval_app.automation,
-        kieval_app.documents,
-        kieval_app.compare,
-        kieval_app.diff,
-        kieval_app.store,
+        kieval_core.figures.automation,
+        kieval_core.figures.documents,
+        kieval_core.figures.compare,
+        kieval_core.figures.diff,
+        kieval_app.serving.store,
     ],
 )
 def test_docstring_examples_run(module):

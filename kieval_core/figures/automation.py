@@ -16,8 +16,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from kieval_core.report.tables import threshold_text
-
+from ..result.tables import threshold_text
 from .style import ACCURACY_COLOR, AUTOMATION_COLOR, LEGEND_ABOVE, NEUTRAL_COLOR, base_layout
 
 DOCUMENT_COLOR = "#009E73"
@@ -220,7 +219,7 @@ def policies_figure(
 ) -> go.Figure:
     """Both review policies on one chart: accuracy after review against the share of
     predictions nobody looks at, reviewing single predictions or whole documents (the
-    curves of :func:`kieval_core.report.decisions.review_curve`), each through its real operating
+    curves of :func:`kieval_core.review.decisions.review_curve`), each through its real operating
     points as a staircase. ``chosen`` marks the point shown on the page."""
     fig = go.Figure()
     for curve, name, color, dash in (

@@ -27,8 +27,8 @@ class Metric:
     """One reported figure.
 
     ``key`` is its dotted path in the JSON report under ``models.<name>``; ``get`` reads it
-    from a :class:`~kieval_core.report.results.ModelResult` (None when undefined). ``column`` names
-    where the metric sits in a table of :func:`kieval_core.report.tally.figures` (KIEval family)
+    from a :class:`~kieval_core.result.results.ModelResult` (None when undefined). ``column`` names
+    where the metric sits in a table of :func:`kieval_core.result.tally.figures` (KIEval family)
     or in a model's per-document table (peer means over documents): resampled or sliced
     counts give the metric through the same formulas. ``count`` marks a number of things
     (corrections, their causes, FP + FN) rather than a fraction: tables show it as a whole

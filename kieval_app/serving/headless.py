@@ -17,7 +17,7 @@ import urllib.request
 from pathlib import Path
 from typing import IO
 
-from .paths import app_root
+from ..paths import app_root
 
 ROOT = app_root()
 #: Flags for Debian's Chromium in this sandbox (no GPU, no network of its own).

@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import KievalOptionError
-from ..review.automation import (
+from ..validation import check_choice, check_instance, check_int, check_number, check_share
+from .automation import (
     _LEVELS,
     NO_CONFIDENCE,
     Costs,
@@ -30,13 +31,12 @@ from ..review.automation import (
     review_with,
     with_costs,
 )
-from ..review.calibration import calibration
-from ..review.field_thresholds import FieldThresholds, per_field_thresholds
-from ..review.uncertainty import bootstrap, holdout, random_half
-from ..validation import check_choice, check_instance, check_int, check_number, check_share
+from .calibration import calibration
+from .field_thresholds import FieldThresholds, per_field_thresholds
+from .uncertainty import bootstrap, holdout, random_half
 
 if TYPE_CHECKING:  # a type only: results draws its notebook view, which reads this module
-    from .results import ModelResult
+    from ..result.results import ModelResult
 
 ENTITY_CURVE = ["threshold", "auto_rate", "kieval_aligned"]
 DOCUMENT_CURVE = ["threshold", "straight_through_rate", "document_accuracy"]

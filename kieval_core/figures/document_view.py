@@ -19,8 +19,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from kieval_core.read.page_images import Page
-from kieval_core.report.tables import confidence_text
 
+from ..result.tables import confidence_text
 from .style import STATUS_COLORS, base_layout
 from .text import plain
 

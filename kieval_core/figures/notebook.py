@@ -1,9 +1,9 @@
 """What a notebook shows for a result: a compact HTML summary (Jupyter's ``_repr_html_``).
 
-:func:`result_html` (an :class:`~kieval_core.report.results.EvaluationResult`) and
-:func:`model_html` (one :class:`~kieval_core.report.results.ModelResult`) give the headline
-figures (:func:`~kieval_core.report.tables.metric_table`), the corrections beside FP + FN
-(:func:`~kieval_core.report.tables.corrections_table`) and the recommended review threshold for
+:func:`result_html` (an :class:`~kieval_core.result.results.EvaluationResult`) and
+:func:`model_html` (one :class:`~kieval_core.result.results.ModelResult`) give the headline
+figures (:func:`~kieval_core.result.tables.metric_table`), the corrections beside FP + FN
+(:func:`~kieval_core.result.tables.corrections_table`) and the recommended review threshold for
 the default target accuracy. Every text that comes from a file (model names, sources,
 warnings) is escaped: it is shown as text, never read as markup.
 
@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from .decisions import DecisionOptions
-from .tables import cell_text, corrections_table, metric_table
+from ..result.tables import cell_text, corrections_table, metric_table
+from ..review.decisions import DecisionOptions
 
 if TYPE_CHECKING:  # types only: the result objects draw themselves with this module
-    from .results import EvaluationResult, ModelResult
+    from ..result.results import EvaluationResult, ModelResult
 
 #: The target accuracy of the recommended threshold shown (the report's default).
 TARGET = DecisionOptions().target

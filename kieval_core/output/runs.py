@@ -48,11 +48,11 @@ from ..count.peer_families import PeerFigures
 from ..exceptions import KievalInputError, KievalOptionError
 from ..read.dataset import Dataset, DatasetSummary
 from ..read.shards import is_glob, shard_paths
+from ..result.results import EvaluationResult, ModelResult
+from ..result.tally import Tally
 from ..review.automation import ReviewModel
 from .outputs import DirectoryLock, replace_directory, staging_directory
-from .results import EvaluationResult, ModelResult
 from .run_check import check_files, check_indices, check_manifest, parquet_files, read_manifest
-from .tally import Tally
 
 RUN_FORMAT = 2
 DETAIL_TABLES = ("cells", "pairs", "gt_entities", "pred_entities", "flat")

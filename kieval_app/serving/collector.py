@@ -12,8 +12,8 @@ next one scans only what was made since. Frozen objects are still freed when the
 reference goes; only those in reference cycles wait, until a **thaw** (:func:`gc.unfreeze`)
 makes the next full collection scan everything again. A thaw comes
 
-* when a session ends or the store drops entries (:class:`~kieval_app.store.Store` calls
-  :meth:`Collector.thaw`; the store's :meth:`~kieval_app.store.Store.trim` then collects at
+* when a session ends or the store drops entries (:class:`~kieval_app.serving.store.Store` calls
+  :meth:`Collector.thaw`; the store's :meth:`~kieval_app.serving.store.Store.trim` then collects at
   once), so released memory is returned as before;
 * at most :data:`THAW_EVERY_S` after the last full collection of everything, for the
   cycles that outlived a collection and died later (a run's objects alive during an

@@ -35,7 +35,7 @@ from typing import Any
 POLL_S = 0.25
 #: Modules the fork server imports once, so that each child has them already (this one, to
 #: run the child; the core's readers and scoring, for the heavy reads and scorings).
-PRELOAD = ("kieval_app.isolation", "kieval_core.read.formats", "kieval_core.report.scoring")
+PRELOAD = ("kieval_app.serving.isolation", "kieval_core.read.formats", "kieval_core.result.scoring")
 
 _CONTEXT = multiprocessing.get_context("forkserver")
 _CONTEXT.set_forkserver_preload(list(PRELOAD))

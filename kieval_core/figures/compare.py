@@ -1,5 +1,5 @@
 """The compare page's figures: the bootstrap table and forest plot, and the per-document
-scatter. The figures come from :mod:`kieval_core.report.compare`; this module only draws."""
+scatter. The figures come from :mod:`kieval_core.result.compare`; this module only draws."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from kieval_core import ModelResult
-from kieval_core.report import registry as metric_registry
-
+from ..result import registry as metric_registry
+from ..result.results import ModelResult
 from .automation import first_custom_value
 from .style import ACCURACY_COLOR, NEUTRAL_COLOR, base_layout
 from .text import plain

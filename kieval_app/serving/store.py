@@ -13,7 +13,7 @@ a stale entry. The store is
 * **bounded in bytes**: entries nobody holds are kept, most recent first, up to
   ``idle_bytes`` (so the sample stays warm for the next visitor); held entries are never
   evicted. Freed memory is returned to the operating system (``malloc_trim``); with a
-  :class:`~kieval_app.collector.Collector`, a session's end and every ``idle_bytes / 4``
+  :class:`~kieval_app.serving.collector.Collector`, a session's end and every ``idle_bytes / 4``
   dropped thaw what it froze, so that their reference cycles are collected too;
 * **cancellable**: background work (:meth:`Store.submit`) stops at its next checkpoint
   when no live session wants its result any more;

@@ -1,6 +1,6 @@
 """The result objects of :func:`kieval_core.evaluate`: immutable, and free of decisions.
 
-A :class:`ModelResult` holds one prediction set's :class:`~kieval_core.report.tally.Tally`
+A :class:`ModelResult` holds one prediction set's :class:`~kieval_core.result.tally.Tally`
 (mergeable counts and the review model) and derives every figure from it once, on first
 use: corpus counts, the breakdowns (by document, entity type, group type or a metadata
 slice) and the review curves; the engine's detailed tables give the error list. Targets,
@@ -52,7 +52,7 @@ class ModelResult:
     ``consensus_of`` > 0 when its confidences are the consensus of that many other models;
     ``consensus`` is the review model with consensus confidences on the predictions that
     carry their own, when consensus was derived beside them (for calibration), see
-    :mod:`kieval_core.report.consensus`.
+    :mod:`kieval_core.result.consensus`.
     """
 
     name: str
@@ -143,7 +143,7 @@ class ModelResult:
 
     @cached_property
     def corpus(self) -> pd.Series:
-        """Corpus figures: :func:`~kieval_core.report.tally.figures` of the summed counts."""
+        """Corpus figures: :func:`~kieval_core.result.tally.figures` of the summed counts."""
         return figures(self._totals.to_frame().T).iloc[0]
 
     def corpus_value(self, column: str):
@@ -270,7 +270,7 @@ class ModelResult:
         return self.documents.copy()
 
     def _repr_html_(self) -> str:
-        from .notebook import model_html  # the notebook view reads this module
+        from ..figures.notebook import model_html  # the notebook view reads this module
 
         return model_html(self)
 
@@ -352,7 +352,7 @@ class EvaluationResult:
         return out[["model", *[c for c in out.columns if c != "model"]]]
 
     def _repr_html_(self) -> str:
-        from .notebook import result_html  # the notebook view reads this module
+        from ..figures.notebook import result_html  # the notebook view reads this module
 
         return result_html(self)
 

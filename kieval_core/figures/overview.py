@@ -2,7 +2,7 @@
 
 Metrics are read from the registry at call time, so every registered metric a model
 holds appears without changes here; metrics a family did not compute are left out.
-The metric table itself is the core's (:func:`kieval_core.report.tables.metric_table`).
+The metric table itself is the core's (:func:`kieval_core.result.tables.metric_table`).
 """
 
 from __future__ import annotations
@@ -10,10 +10,9 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from kieval_core import EvaluationResult
-from kieval_core.report import registry as metric_registry
-from kieval_core.report.tables import corrections_table, metric_table, reported_metrics
-
+from ..result import registry as metric_registry
+from ..result.results import EvaluationResult
+from ..result.tables import corrections_table, metric_table, reported_metrics
 from .style import KIND_COLORS, KIND_LABELS, LEGEND_ABOVE, base_layout
 from .text import plain
 

@@ -89,7 +89,7 @@ class StagedFile:
 
 
 class OutputSet:
-    """Several staged outputs (:class:`StagedFile`, :class:`kieval_core.report.runs.RunStage`)
+    """Several staged outputs (:class:`StagedFile`, :class:`kieval_core.output.runs.RunStage`)
     put in place together by :meth:`commit`, with SIGINT/SIGTERM held back meanwhile;
     leaving the block without committing discards every one of them."""
 

@@ -2,7 +2,7 @@
 
 A paired bootstrap resamples documents with replacement, applies the same resample to
 both models, and recomputes every metric from the resampled sums of the per-document
-counts with the same :func:`~kieval_core.report.tally.figures` as the corpus figures (KIEval
+counts with the same :func:`~kieval_core.result.tally.figures` as the corpus figures (KIEval
 family), or as the mean of the resampled per-document scores (ANLS*, nTED). No metric
 formula is restated here: each registry metric names its column.
 """

@@ -20,11 +20,11 @@ import pandas as pd
 
 from .._version import __version__
 from ..count.causes import CAUSE_COLUMNS, CAUSES_OF_KIND
-from .decisions import DecisionOptions, automation_section
-from .inputs import model_row
-from .registry import metrics_of
-from .results import EvaluationResult, ModelResult
-from .tables import cell_text, threshold_text
+from ..result.inputs import model_row
+from ..result.registry import metrics_of
+from ..result.results import EvaluationResult, ModelResult
+from ..result.tables import cell_text, threshold_text
+from ..review.decisions import DecisionOptions, automation_section
 
 
 def _plain(value: Any) -> Any:
@@ -232,7 +232,7 @@ DECISION_ROWS = {**PREDICTION_ROWS, **DOCUMENT_REVIEW_ROWS}
 #: Summary rows shown as whole numbers (per 1,000 documents).
 WHOLE_ROWS = frozenset({"Reviews / 1,000 docs at τ", "Cost / 1,000 docs at min",
                         "Whole-doc cost/1,000 at min"})
-#: Summary rows that hold a threshold (written by :func:`~kieval_core.report.tables.threshold_text`).
+#: Summary rows that hold a threshold (written by :func:`~kieval_core.result.tables.threshold_text`).
 THRESHOLD_ROWS = frozenset({"Recommended τ", "Minimum-cost τ", "Whole-doc τ", "Whole-doc min-cost τ"})
 
 

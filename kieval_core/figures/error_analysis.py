@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from kieval_core import ModelResult
 from kieval_core.count.causes import CAUSES_OF_KIND
 from kieval_core.safe_text import csv_text
 
+from ..result.results import ModelResult
 from .diff import diff_html
 from .style import ACCURACY_COLOR, KIND_COLORS, KIND_LABELS, KINDS, LEGEND_ABOVE, NEUTRAL_COLOR, base_layout
 from .text import field_html, plain

@@ -43,11 +43,11 @@ from urllib.parse import urlparse
 from .._version import __version__
 from ..exceptions import KievalOptionError
 from ..read.dataset import DatasetSummary
+from ..result.registry import METRICS
+from ..result.results import EvaluationResult, all_error_lists
+from ..review.decisions import DecisionOptions
 from ..safe_text import csv_text
-from .decisions import DecisionOptions
-from .registry import METRICS
 from .render import DECISION_ROWS, Report, build_report, render_report, value_at
-from .results import EvaluationResult, all_error_lists
 
 INSTALL = "pip install 'kieval-workbench[mlflow]'"
 #: The experiment of a run when none is named (nor ``MLFLOW_EXPERIMENT_NAME`` set).
@@ -183,7 +183,7 @@ def charts_html(result: EvaluationResult, report: Mapping[str, Any]) -> str:
     report's recommended threshold) in one page, plotly.js inline (opens offline)."""
     import html
 
-    from .charts import automation_figure, corrections_figure
+    from ..figures.charts import automation_figure, corrections_figure
 
     target = report["decisions"]["target_accuracy"]
     parts = [("Corrections a person must make, beside FP + FN", corrections_figure(result))]

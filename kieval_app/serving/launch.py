@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from .paths import app_root
+from ..paths import app_root
 
 #: Environment variable naming a saved run the dashboard opens.
 OPEN_RUN = "KIEVAL_OPEN_RUN"
@@ -22,7 +22,7 @@ OPEN_RUN = "KIEVAL_OPEN_RUN"
 IMAGES_DIR = "KIEVAL_IMAGES_DIR"
 #: How the server allocates memory, unless its environment says otherwise: everything on
 #: glibc's malloc (Python's small objects, Arrow's buffers), in at most two arenas, so that
-#: what a closed session held goes back to the system (:meth:`kieval_app.store.Store.trim`).
+#: what a closed session held goes back to the system (:meth:`kieval_app.serving.store.Store.trim`).
 #: Python's own allocator frees a 1 MiB arena only when every object in it is gone, and the
 #: few objects that outlive a large read keep hundreds of arenas: after 8 uploads at once
 #: the server stayed 140-300 MiB above its start; with these, at it (bench/README.md,

@@ -11,11 +11,11 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from kieval_core import ModelResult
 from kieval_core.count.alignment import document_alignment, document_view_tables, group_pairs
 from kieval_core.read.page_images import Page, PageImages
-from kieval_core.report.tables import confidence_text
 
+from ..result.results import ModelResult
+from ..result.tables import confidence_text
 from .diff import diff_html
 from .document_view import document_figure
 from .style import LEGEND_ABOVE, STATUS_COLORS, base_layout

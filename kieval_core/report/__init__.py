@@ -1,1 +1,0 @@
-"""Results and reports: tallies, result objects, the registry, decisions, the JSON report and saved runs."""

@@ -1,0 +1,2 @@
+"""The result model: counts tallied, result objects, the metric registry, consensus
+confidences, tables and comparisons."""
