@@ -4,7 +4,8 @@
 predictions, one document or a batch per :meth:`~Accumulator.update`, and keeps only
 references to them: an update is bookkeeping (a type check and a few appends, about a
 microsecond), never scoring. :meth:`~Accumulator.compute` then scores everything at once
-through :func:`~kieval_core.evaluate`, on exactly what a ``{doc_id: document}`` JSON file
+through the steps of :func:`~kieval_core.evaluate` (:func:`~kieval_core.result.scoring.score_model`
+and :func:`~kieval_core.result.scoring.finish`), on exactly what a ``{doc_id: document}`` JSON file
 written by :func:`json.dumps` holds, so it gives the figures ``evaluate()`` gives on that
 file to the last bit. :meth:`~Accumulator.merge` joins the accumulators of data-parallel
 workers (they pickle, so ``torch.distributed.all_gather_object`` can carry them); no
@@ -32,11 +33,11 @@ from typing import Any
 
 from .count.normalize import Normalizer
 from .count.peer_families import PeerOptions, needs_structures
-from .evaluate import evaluate
 from .exceptions import KievalInputError, KievalOptionError
 from .read.formats import LoadOptions, load_bytes
 from .result.registry import resolve_families
 from .result.results import EvaluationResult
+from .result.scoring import KeyCounts, finish, score_model
 
 GT_SOURCE = "ground truth (accumulated)"
 
@@ -186,8 +187,9 @@ class Accumulator:
         gt = load_bytes(gt_text, GT_SOURCE, self.load_options, name="ground truth", keep_structures=keep)
         pred = load_bytes(pred_text, f"{self.name} (accumulated)", self.load_options, name=self.name,
                           keep_structures=keep)
-        return evaluate(gt, {self.name: pred}, normalizer=self.normalizer, metrics=self.metrics,
-                        load_options=self.load_options, peer_options=self.peer_options)
+        model = score_model(gt, pred, name=self.name, normalizer=self.normalizer, families=self.metrics,
+                            peer_options=self.peer_options)
+        return finish(gt, {self.name: model}, {self.name: KeyCounts.of(pred)}, self.normalizer, self.metrics)
 
 
 def _kind(value: Any) -> str:
