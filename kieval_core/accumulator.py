@@ -92,29 +92,8 @@ class Accumulator:
         self._update_batch(gt, pred, doc_ids)
 
     def _update_batch(self, gt: Any, pred: Any, doc_ids: Any) -> None:
-        for side, value in (("ground truth", gt), ("prediction", pred)):
-            if isinstance(value, (str, bytes, dict)) or not isinstance(value, Sequence):
-                if isinstance(value, dict):
-                    continue
-                msg = (f"update(): the {side} must be a dict (one document) or a list of dicts (a batch), "
-                       f"got {_kind(value)}")
-                raise KievalInputError(self._where(len(self._gt)), None, msg)
-        if isinstance(gt, dict) or isinstance(pred, dict):
-            msg = "update(): give one document as two dicts, or a batch as two lists of dicts"
-            raise KievalInputError(self._where(len(self._gt)), None, msg)
-        if len(gt) != len(pred):
-            msg = f"update(): a batch of {len(gt)} ground-truth documents and {len(pred)} predictions"
-            raise KievalInputError(self._where(len(self._gt)), None, msg)
-        if doc_ids is not None and (isinstance(doc_ids, str) or len(doc_ids) != len(gt)):
-            n = 1 if isinstance(doc_ids, str) else len(doc_ids)
-            msg = f"update(): {n} document id(s) for a batch of {len(gt)} documents"
-            raise KievalOptionError(msg)
         start = len(self._gt)
-        for i, (g, p) in enumerate(zip(gt, pred, strict=True)):
-            for side, value in (("ground truth", g), ("prediction", p)):
-                if type(value) is not dict:
-                    msg = f"the {side} must be a JSON object (a dict), got {_kind(value)}"
-                    raise KievalInputError(self._where(start), f"item {i} of the batch", msg)
+        self._check_batch(gt, pred, doc_ids, start)
         ids = [None] * len(gt) if doc_ids is None else [str(d) for d in doc_ids]
         if len(set(d for d in ids if d is not None)) < len([d for d in ids if d is not None]):
             raise KievalInputError(self._where(start), None, "the batch names a document id twice")
@@ -125,6 +104,31 @@ class Accumulator:
         self._ids += ids
         self._gt += gt
         self._pred += pred
+
+    def _check_batch(self, gt: Any, pred: Any, doc_ids: Any, start: int) -> None:
+        """Refuse a batch that is not two lists of dicts of one length (and as many ids)."""
+        for side, value in (("ground truth", gt), ("prediction", pred)):
+            if isinstance(value, (str, bytes, dict)) or not isinstance(value, Sequence):
+                if isinstance(value, dict):
+                    continue
+                msg = (f"update(): the {side} must be a dict (one document) or a list of dicts (a batch), "
+                       f"got {_kind(value)}")
+                raise KievalInputError(self._where(start), None, msg)
+        if isinstance(gt, dict) or isinstance(pred, dict):
+            msg = "update(): give one document as two dicts, or a batch as two lists of dicts"
+            raise KievalInputError(self._where(start), None, msg)
+        if len(gt) != len(pred):
+            msg = f"update(): a batch of {len(gt)} ground-truth documents and {len(pred)} predictions"
+            raise KievalInputError(self._where(start), None, msg)
+        if doc_ids is not None and (isinstance(doc_ids, str) or len(doc_ids) != len(gt)):
+            n = 1 if isinstance(doc_ids, str) else len(doc_ids)
+            msg = f"update(): {n} document id(s) for a batch of {len(gt)} documents"
+            raise KievalOptionError(msg)
+        for i, (g, p) in enumerate(zip(gt, pred, strict=True)):
+            for side, value in (("ground truth", g), ("prediction", p)):
+                if type(value) is not dict:
+                    msg = f"the {side} must be a JSON object (a dict), got {_kind(value)}"
+                    raise KievalInputError(self._where(start), f"item {i} of the batch", msg)
 
     def _add_id(self, doc_id: Any, position: int) -> None:
         if not isinstance(doc_id, (str, int)) or isinstance(doc_id, bool):
