@@ -221,3 +221,12 @@ def test_a_page_function_fits_on_a_screen():
                 long.append(f"{script}:{node.name} ({lines} lines)")
     assert long == []
 
+
+def test_the_data_model_page_opens_with_the_glossary():
+    """correction, mismatch, cause and error each defined once, before anything uses them."""
+    page = (ROOT / "docs" / "data_model.md").read_text("utf-8")
+    sections = [line for line in page.splitlines() if line.startswith("## ")]
+    assert sections[0] == "## Glossary"
+    glossary = page.split("## Glossary", 1)[1].split("\n## ", 1)[0]
+    for word in ("correction", "mismatch", "cause", "error"):
+        assert glossary.count(f"| **{word}** |") == 1, word
