@@ -11,8 +11,6 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import pandas as pd
-
 from .count.normalize import Normalizer
 from .count.peer_families import PeerOptions, needs_structures
 from .exceptions import KievalOptionError
@@ -31,7 +29,7 @@ from .result.scoring import (
     named_inputs,
     unique_name,
 )
-from .rules import GT_ORDER_DATE, SOURCES, FieldRules
+from .rules import GT_ORDER_DATE, FieldRules
 
 #: The engines of :func:`evaluate`: this process, or a Dask cluster (:mod:`kieval_core.scale.distributed`).
 ENGINES = ("local", "dask")
@@ -120,9 +118,7 @@ def _evaluate(gt, predictions, *, normalizer, rules, metrics, load_options, peer
             msg = ("ignored fields, dates in the ground truth's order and suggested rules: "
                    "only with engine='local'")
             raise KievalOptionError(msg)
-        normalizer = dataclasses.replace(normalizer, comparators=tuple(
-            (r.pattern, r.comparator) for r in sorted(rules.rules, key=lambda r: -SOURCES.index(r.source))
-            if r.comparator))
+        normalizer = dataclasses.replace(normalizer, comparators=rules.comparator_pairs())
         options = {"normalizer": normalizer, "metrics": metrics, "load_options": load_options,
                    "progress": progress, "scheduler": scheduler}
         return evaluate_dask(gt, predictions, **options, **dask_options)
@@ -145,21 +141,20 @@ def _evaluate(gt, predictions, *, normalizer, rules, metrics, load_options, peer
         preds[name] = pred
         report(2 + 2 * i, steps, f"read {name}")
     keys = {name: KeyCounts.of(pred) for name, pred in preds.items()}
-    rules = _bound(rules, gt_set, normalizer)
-    gt_set, preds, ignored = _without_ignored(rules, gt_set, preds)
+    rules = rules.bound_to(gt_set, normalizer)
+    ignored: dict[str, int] = {}
+    gt_set = rules.without_ignored(gt_set, ignored)
+    preds = {name: rules.without_ignored(pred, ignored) for name, pred in preds.items()}
 
     def scored(rules: FieldRules, families: tuple[str, ...], step: bool) -> EvaluationResult:
-        types = {t for d in (gt_set, *preds.values())
-                 for t in d.entities["entity_type"].astype(object).unique()}
-        compared = dataclasses.replace(normalizer, comparators=tuple(rules.comparators(types).items()))
+        compared = dataclasses.replace(normalizer, comparators=rules.comparator_pairs())
         models: dict[str, ModelResult] = {}
         for i, (name, pred) in enumerate(preds.items()):
             models[name] = evaluate_model(gt_set, pred, name=name, normalizer=compared, families=families,
                                           peer_options=peer_options)
             if step:
                 report(3 + 2 * i, steps, f"scored {name}")
-        result = combine(gt_set, models, keys, compared, families)
-        return dataclasses.replace(result, rules=rules, ignored=ignored)
+        return combine(gt_set, models, keys, compared, families, rules, ignored)
 
     if not rules.apply_suggested:
         return scored(rules, families, step=True)
@@ -168,34 +163,3 @@ def _evaluate(gt, predictions, *, normalizer, rules, metrics, load_options, peer
 
     first = scored(rules, ("kieval",), step=False)
     return scored(suggested_rules(first).over(rules), families, step=True)
-
-
-def _bound(rules: FieldRules, gt: Dataset, normalizer: Normalizer) -> FieldRules:
-    """``rules`` with dates declared without an order read in the order the ground truth uses."""
-    if not any(r.comparator == GT_ORDER_DATE for r in rules.rules):
-        return rules
-    entities = gt.entities
-    codes, normalised = normalizer.sorted_codes(entities["value"].to_numpy(object))
-    values = pd.Series(normalised[codes]).groupby(entities["entity_type"].astype(object).to_numpy()).agg(list)
-    return rules.with_gt_date_orders(values.to_dict())
-
-
-def _without_ignored(rules: FieldRules, gt: Dataset, preds: Mapping[str, Dataset]
-                     ) -> tuple[Dataset, dict[str, Dataset], dict[str, int]]:
-    """The datasets without the entities of ignored types, and how many values each ignored
-    type had (GT and every prediction set)."""
-    if not any(r.ignore for r in rules.rules):
-        return gt, dict(preds), {}
-    datasets = {"": gt, **preds}
-    types = {t for d in datasets.values() for t in d.entities["entity_type"].astype(object).unique()}
-    ignored_types = rules.ignored(types)
-    counts = dict.fromkeys(ignored_types, 0)
-    kept: dict[str, Dataset] = {}
-    for name, d in datasets.items():
-        drop = d.entities["entity_type"].astype(object).isin(ignored_types).to_numpy()
-        for t, n in d.entities.loc[drop, "entity_type"].astype(object).value_counts().items():
-            counts[t] += int(n)
-        entities = d.entities.loc[~drop].reset_index(drop=True)
-        kept[name] = dataclasses.replace(d, entities=entities) if drop.any() else d
-    gt = kept.pop("")
-    return gt, kept, counts

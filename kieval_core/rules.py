@@ -28,8 +28,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from .count.comparators import comparator_name, date_order, parse_rule
+from .count.normalize import Normalizer
 from .exceptions import KievalInputError, KievalOptionError
+from .read.dataset import Dataset
 
 #: Where a rule comes from, highest first (SPEC 2d).
 SOURCES = ("user", "file", "schema", "suggested", "default")
@@ -181,6 +185,37 @@ class FieldRules:
                 out.append(replace(rule, pattern=entity_type, comparator=order.leading or "date:dmy",
                                    why=f"the ground truth's order: {why}"))
         return FieldRules(tuple(out), self.warnings)
+
+    def comparator_pairs(self) -> tuple[tuple[str, str], ...]:
+        """``(glob, comparator)`` pairs in which the last one matching a type gives its
+        comparator (the :class:`~kieval_core.count.normalize.Normalizer`'s form): lowest
+        source first, each source's rules in their order."""
+        ordered = sorted(self.rules, key=lambda r: -SOURCES.index(r.source))  # stable within a source
+        return tuple((r.pattern, r.comparator) for r in ordered if r.comparator)
+
+    def bound_to(self, gt: Dataset, normalizer: Normalizer) -> FieldRules:
+        """These rules with dates declared without an order (``date:gt``) read in the order
+        ``gt``'s values of each field use (:meth:`with_gt_date_orders`)."""
+        if not any(r.comparator == GT_ORDER_DATE for r in self.rules):
+            return self
+        entities = gt.entities
+        codes, normalised = normalizer.sorted_codes(entities["value"].to_numpy(object))
+        types = entities["entity_type"].astype(object).to_numpy()
+        return self.with_gt_date_orders(pd.Series(normalised[codes]).groupby(types).agg(list).to_dict())
+
+    def without_ignored(self, dataset: Dataset, counts: dict[str, int]) -> Dataset:
+        """``dataset`` without the entities of ignored types; adds how many it had per type
+        to ``counts``."""
+        if not any(r.ignore for r in self.rules):
+            return dataset
+        types = dataset.entities["entity_type"].astype(object)
+        ignored = self.ignored(types.unique())
+        drop = types.isin(ignored).to_numpy()
+        if not drop.any():
+            return dataset
+        for entity_type, n in types[drop].value_counts().sort_index().items():
+            counts[entity_type] = counts.get(entity_type, 0) + int(n)
+        return replace(dataset, entities=dataset.entities.loc[~drop].reset_index(drop=True))
 
     def table(self, entity_types: Iterable[str]) -> list[dict[str, Any]]:
         """``options.rules[]``: per entity type, its comparator, whether it is ignored, and

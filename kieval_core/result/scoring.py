@@ -17,6 +17,7 @@ from ..exceptions import KievalOptionError, NoCommonDocuments
 from ..read.dataset import Dataset
 from ..read.doc_ids import id_mismatch
 from ..review.automation import ReviewModel
+from ..rules import FieldRules
 from .consensus import missing_confidence_warning
 from .registry import PeerStep, compute_peer
 from .results import EvaluationResult, ModelResult
@@ -36,11 +37,14 @@ def named_inputs(predictions) -> list[tuple[str | None, DatasetLike]]:
 
 
 def combine(gt: Dataset, models: Mapping[str, ModelResult], keys: Mapping[str, KeyCounts],
-            normalizer: Normalizer, families: tuple[str, ...]) -> EvaluationResult:
+            normalizer: Normalizer, families: tuple[str, ...], rules: FieldRules | None = None,
+            ignored: Mapping[str, int] | None = None) -> EvaluationResult:
     """The evaluation of the scored models (``keys``: each model's :class:`KeyCounts`, for the
-    warnings about keys present on one side only)."""
+    warnings about keys present on one side only), under ``rules`` (``ignored``: the values
+    they left out, per entity type)."""
     warnings = tuple(k.message for k in one_sided_keys(KeyCounts.of(gt), keys))
-    return EvaluationResult(gt, dict(models), normalizer, families, warnings)
+    return EvaluationResult(gt, dict(models), normalizer, families, warnings, rules or FieldRules(),
+                            dict(ignored or {}))
 
 
 def unique_name(name: str, taken: Mapping[str, object]) -> None:
