@@ -308,6 +308,10 @@ def date_readings(values: Sequence[str]) -> np.ndarray:
     None where the value does not read as a date in that order. Month names and four-digit
     years first read the same in every order."""
     codes, uniques = pd.factorize(np.asarray(values, dtype=object))
+    return _readings(uniques)[codes]
+
+
+def _readings(uniques: Sequence[str]) -> np.ndarray:
     out = np.full((len(uniques), len(DATE_ORDERS)), None, dtype=object)
     for i, value in enumerate(uniques):
         m = _NUMERIC_DATE.match(value)
@@ -315,7 +319,7 @@ def date_readings(values: Sequence[str]) -> np.ndarray:
             out[i] = [_numeric_date(m, order, swap=False) for order in DATE_ORDERS]
         elif _MONTH_NAME.search(value) and any(ch.isdigit() for ch in value):
             out[i] = _named_date(value, "date:dmy")
-    return out[codes]
+    return out
 
 
 def date_order(values: Sequence[str]) -> DateOrder:
@@ -327,16 +331,18 @@ def date_order(values: Sequence[str]) -> DateOrder:
     >>> contradicted.order, contradicted.leading, contradicted.why
     (None, 'date:dmy', '3 of 3 GT values are dates; day first in 2 of 3 unambiguous')
     """
-    readings = date_readings(values)
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object))
+    weight = np.bincount(codes[codes >= 0], minlength=len(uniques))  # each distinct value read once
+    readings = _readings(uniques)
     found = readings != None  # noqa: E711 - elementwise over an object matrix
     is_date = found.any(axis=1)
-    distinct = [len(set(row[row != None])) for row in readings]  # noqa: E711
-    unambiguous = is_date & (np.asarray(distinct) == 1)
+    distinct = np.array([len(set(row[row != None])) for row in readings], np.int64)  # noqa: E711
+    unambiguous = is_date & (distinct == 1)
     deciding = unambiguous & ~found.all(axis=1)
     candidates = found[unambiguous].all(axis=0) if unambiguous.any() else np.ones(len(DATE_ORDERS), bool)
     order = DATE_ORDERS[int(np.flatnonzero(candidates)[0])] if candidates.sum() == 1 else None
-    fits = tuple(int(n) for n in found[deciding].sum(axis=0))
-    return DateOrder(order, len(readings), int(is_date.sum()), int(deciding.sum()), fits)
+    fits = tuple(int(n) for n in (found[deciding] * weight[deciding, None]).sum(axis=0))
+    return DateOrder(order, len(codes), int(weight[is_date].sum()), int(weight[deciding].sum()), fits)
 
 
 def _alnum(value: str) -> str | None:

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..count.causes import fixing_comparators
-from ..count.comparators import FORMAT_COMPARATORS, canonicalise, date_order
+from ..count.comparators import DATE_ORDERS, FORMAT_COMPARATORS, canonicalise, date_order
 from ..count.engine import Counted, corpus_counts
 from ..count.normalize import Normalizer
 from ..count.scores import Corrections, Counts, aligned_score
@@ -195,13 +195,13 @@ def suggested_rules(result: EvaluationResult) -> FieldRules:
     column = {c: j for j, c in enumerate(FORMAT_COMPARATORS)}
     by_type = pairs.groupby("entity_type", sort=False).indices
     codes, normalised = result.normalizer.sorted_codes(gt["value"].to_numpy(object))
-    values_of = pd.Series(normalised[codes]).groupby(gt["entity_type"].astype(object).to_numpy()).agg(list)
+    gt_rows = pd.Series(codes).groupby(gt["entity_type"].astype(object).to_numpy()).indices
     rules = []
-    for entity_type, values in values_of.items():
+    for entity_type, rows in by_type.items():  # a field without substitutions has nothing to fix
         if result.rules.comparator_rule(entity_type).source != "default" or result.rules.ignores(entity_type):
             continue
-        rows = by_type.get(entity_type, np.zeros(0, np.int64))
-        fixed = fixing[rows].sum(axis=0) if len(rows) else np.zeros(len(FORMAT_COMPARATORS), np.int64)
+        fixed = fixing[rows].sum(axis=0)
+        values = normalised[codes[gt_rows.get(entity_type, [])]]
         rule = (_typed_rule(entity_type, values, fixed, column)
                 or _format_rule(entity_type, len(rows), fixed, column))
         if rule is not None:
@@ -209,13 +209,16 @@ def suggested_rules(result: EvaluationResult) -> FieldRules:
     return FieldRules(tuple(rules))
 
 
-def _typed_rule(entity_type: str, values: list[str], fixed: np.ndarray, column: dict) -> Rule | None:
+def _typed_rule(entity_type: str, values: np.ndarray, fixed: np.ndarray, column: dict) -> Rule | None:
+    """A date or number comparator, read from the field's GT values only when some
+    substitution of the field would be fixed by one (the values are read once each)."""
     n = len(values)
-    dates = date_order(values)
-    if dates.leading is not None and dates.dates >= TYPED_SHARE * n and fixed[column[dates.leading]]:
+    dates = date_order(values) if any(fixed[column[c]] for c in DATE_ORDERS) else None
+    if (dates and dates.leading is not None and dates.dates >= TYPED_SHARE * n
+            and fixed[column[dates.leading]]):
         why = f"{dates.why}; equal dates in {fixed[column[dates.leading]]} substitutions"
         return Rule(entity_type, dates.leading, source="suggested", declared_by="suggested", why=why)
-    numbers = int(canonicalise("number", values)[1].sum())
+    numbers = int(canonicalise("number", values)[1].sum()) if fixed[column["number"]] else 0
     if numbers >= TYPED_SHARE * n and fixed[column["number"]]:
         why = (f"{numbers} of {n} GT values are numbers; equal numbers in {fixed[column['number']]} "
                "substitutions")
