@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 from builders import dataset, write_jsonl
-from kieval_core.output.render import build_report
 
 from kieval_core import evaluate
 from kieval_core.cli import main
 from kieval_core.count.scores import aligned_score
+from kieval_core.output.render import build_report
 from kieval_core.rules import FieldRules, Rule, read_rules_file
 
 RULES_FILES = Path(__file__).parent / "rules_files"

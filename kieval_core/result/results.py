@@ -351,7 +351,7 @@ class EvaluationResult:
     @cached_property
     def rule_figures(self):
         """Every model's figures strictly, under the rules in force and under the suggested
-        rules, each with its ranking (SPEC 2d; :func:`kieval_core.report.suggest.rule_figures`)."""
+        rules, each with its ranking (SPEC 2d; :func:`kieval_core.result.suggest.rule_figures`)."""
         from .suggest import rule_figures  # it reads this module
 
         return rule_figures(self)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -25,7 +26,9 @@ from ..count.normalize import Normalizer
 from ..count.scores import Corrections, Counts, aligned_score
 from ..read.dataset import ENTITY_COLUMNS, Dataset
 from ..rules import FieldRules, Rule
-from .results import EvaluationResult, ModelResult
+
+if TYPE_CHECKING:  # results reads rule_figures from here: the types only, no cycle
+    from .results import EvaluationResult, ModelResult
 
 SUGGESTION_COLUMNS = ["entity_type", "comparator", "fixes", "format"]
 
