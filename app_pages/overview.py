@@ -112,6 +112,7 @@ if not ws.has_models:
 # --- headline ----------------------------------------------------------------------------
 st.subheader("Headline figures")
 rules_panel.headline(result)
+st.markdown("**Every headline metric, under the rules in force**")
 table = overview.metric_table(result, headline=True)
 best = overview.best_models(result, table)
 st.table(metric_styler(result, table))

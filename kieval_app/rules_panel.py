@@ -45,7 +45,7 @@ def headline(result: EvaluationResult) -> None:
     if figures.suggested is not None:
         named = ", ".join(f"{md(t)} as {c}" for t, c in figures.suggested_comparators.items()
                           if figures.active_comparators.get(t) != c)
-        left, right = st.columns([4, 1], vertical_alignment="center")
+        left, right = st.columns([5, 2], vertical_alignment="center")
         left.caption(f"KIEval_Aligned (rank). Suggested rules, inferred from the files and not applied: "
                      f"{named}. Strict: every field compared exactly (the paper's KIEval).")
         right.button("Apply the suggested rules", key="headline_apply_suggested",

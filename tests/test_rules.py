@@ -258,3 +258,13 @@ def test_the_cli_takes_rules_and_prints_both_figure_sets(tmp_path, capsys):
     # the suggestion (date as day first) differs from the user's month first: all three sets
     assert report["options"]["suggested_rules"] == []  # the user's and the file's rules: not second-guessed
     assert "kieval_suggested" not in report["models"]["m1"]
+
+
+def test_the_notebook_shows_both_rankings_and_the_sentence():
+    result = evaluate(dataset(GT, "gt"), {"m1": dataset(M1, "m1"), "m2": dataset(M2, "m2")},
+                      rules={"split": "ignore"})
+    shown = result._repr_html_()
+    assert ("<p><b>Under the suggested rules (company as casefold, date as date:dmy) m1 ranks first; "
+            "strictly it ranks last.</b></p>") in shown
+    assert "KIEval_Aligned, strict" in shown and "rank, suggested rules" in shown
+    assert shown.index("KIEval_Aligned, strict") < shown.index("Headline figures")

@@ -205,8 +205,12 @@ def suggested_rules(result: EvaluationResult) -> FieldRules:
             continue
         fixed = fixing[rows].sum(axis=0)
         values = normalised[codes[gt_rows.get(entity_type, [])]]
-        rule = (_typed_rule(entity_type, values, fixed, column)
-                or _format_rule(entity_type, len(rows), fixed, column))
+        typed = _typed_rule(entity_type, values, fixed, column)
+        loose = _format_rule(entity_type, len(rows), fixed, column)
+        # a date or number rule, unless case and punctuation alone make more pairs equal
+        # ("45.500" for "45,500" on an Indonesian receipt is one number to alnum, two to number)
+        rule = typed if typed is not None and (loose is None or fixed[column[typed.comparator]]
+                                                >= fixed[column[loose.comparator]]) else loose
         if rule is not None:
             rules.append(rule)
     return FieldRules(tuple(rules))
@@ -219,14 +223,18 @@ def _typed_rule(entity_type: str, values: np.ndarray, fixed: np.ndarray, column:
     dates = date_order(values) if any(fixed[column[c]] for c in DATE_ORDERS) else None
     if (dates and dates.leading is not None and dates.dates >= TYPED_SHARE * n
             and fixed[column[dates.leading]]):
-        why = f"{dates.why}; equal dates in {fixed[column[dates.leading]]} substitutions"
+        why = f"{dates.why}; equal dates in {_substitutions(fixed[column[dates.leading]])}"
         return Rule(entity_type, dates.leading, source="suggested", declared_by="suggested", why=why)
     numbers = int(canonicalise("number", values)[1].sum()) if fixed[column["number"]] else 0
     if numbers >= TYPED_SHARE * n and fixed[column["number"]]:
-        why = (f"{numbers} of {n} GT values are numbers; equal numbers in {fixed[column['number']]} "
-               "substitutions")
+        fixes = _substitutions(fixed[column["number"]])
+        why = f"{numbers} of {n} GT values are numbers; equal numbers in {fixes}"
         return Rule(entity_type, "number", source="suggested", declared_by="suggested", why=why)
     return None
+
+
+def _substitutions(n: int) -> str:
+    return f"{n:,} substitution{'' if n == 1 else 's'}"
 
 
 def _format_rule(entity_type: str, n_subs: int, fixed: np.ndarray, column: dict) -> Rule | None:
