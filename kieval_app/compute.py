@@ -2,7 +2,7 @@
 
 :func:`build_workspace` reads the ground truth and scores every prediction file with the
 KIEval family at once (seconds even at 10,000 receipts), through the pipeline of
-:func:`kieval_core.evaluate` (``evaluate_model`` per file, ``combine`` for the result),
+:func:`kieval_core.evaluate` (``score_model`` per file, ``finish`` for the result),
 from the server's :class:`~kieval_app.serving.store.Store`: a file already read with the same
 options, or a model already scored against the same ground truth, is not computed again,
 by this session or any other (the uploads score a file to check it, so the workspace
@@ -40,10 +40,10 @@ from kieval_core.result.registry import resolve_families
 from kieval_core.result.scoring import (
     KeyCounts,
     OneSidedKey,
-    combine,
-    evaluate_model,
+    finish,
     one_sided_keys,
     peer_metrics,
+    score_model,
 )
 from kieval_core.result.suggest import suggested_rules
 from kieval_core.rules import FieldRules
@@ -232,7 +232,7 @@ def score(store: Store, gt: Source, pred: Source, options: AppOptions,
           waiting: Waiting | None = None, suggested: FieldRules | None = None
           ) -> tuple[ModelResult, KeyCounts, dict[str, int]]:
     """One prediction file scored with the KIEval family by the core's
-    :func:`~kieval_core.result.scoring.evaluate_model` (named after the file's stem) under the
+    :func:`~kieval_core.result.scoring.score_model` (named after the file's stem) under the
     options' field rules (over the ``suggested`` ones applied), its keys (for the one-sided-key
     warnings) and how many of its values the rules ignored, per field; shared by content.
 
@@ -253,7 +253,7 @@ def score(store: Store, gt: Source, pred: Source, options: AppOptions,
         gt_scored = rules.without_ignored(gt_set, {})
         pred_scored = rules.without_ignored(pred_set, ignored)
         normalizer = dataclasses.replace(options.normalizer, comparators=rules.comparator_pairs())
-        model = _run(store, cost, waiting, evaluate_model, gt_scored, pred_scored, name=pred.stem,
+        model = _run(store, cost, waiting, score_model, gt_scored, pred_scored, name=pred.stem,
                      normalizer=normalizer)
         return model, KeyCounts.of(pred_set), ignored
 
@@ -364,7 +364,8 @@ def _scored(store: Store, gt: Source, gt_set: Dataset, sources: Sources, options
                 peer = figures
         models[name] = dataclasses.replace(model, name=name, peer=peer)
     normalizer = dataclasses.replace(options.normalizer, comparators=rules.comparator_pairs())
-    result = combine(gt_scored, models, keys, normalizer, resolve_families(options.families), rules, ignored)
+    result = finish(gt_scored, models, keys, normalizer, resolve_families(options.families), rules=rules,
+                    ignored=ignored)
     return result, problems, pending, keys
 
 

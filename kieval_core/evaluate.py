@@ -24,9 +24,9 @@ from .result.scoring import (
     DatasetLike,
     KeyCounts,
     Progress,
-    combine,
-    evaluate_model,
+    finish,
     named_inputs,
+    score_model,
     unique_name,
 )
 from .rules import GT_ORDER_DATE, FieldRules
@@ -150,11 +150,11 @@ def _evaluate(gt, predictions, *, normalizer, rules, metrics, load_options, peer
         compared = dataclasses.replace(normalizer, comparators=rules.comparator_pairs())
         models: dict[str, ModelResult] = {}
         for i, (name, pred) in enumerate(preds.items()):
-            models[name] = evaluate_model(gt_set, pred, name=name, normalizer=compared, families=families,
-                                          peer_options=peer_options)
+            models[name] = score_model(gt_set, pred, name=name, normalizer=compared, families=families,
+                                       peer_options=peer_options)
             if step:
                 report(3 + 2 * i, steps, f"scored {name}")
-        return combine(gt_set, models, keys, compared, families, rules, ignored)
+        return finish(gt_set, models, keys, compared, families, rules=rules, ignored=ignored)
 
     if not rules.apply_suggested:
         return scored(rules, families, step=True)

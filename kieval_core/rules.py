@@ -325,29 +325,40 @@ def _field(node: Mapping[str, Any], entity_type: str, where: str, name: str, rul
            warnings: list[str]) -> None:
     settings: list[tuple[str, str | None, bool | None]] = []  # (key, comparator, ignore), highest first
     unsupported: list[str] = []
-    leaves = [node, *(b["items"] for b in _branches(node) if isinstance(b.get("items"), Mapping)
-                     and "properties" not in b["items"])]  # a list of strings is judged as its items
-    for leaf in leaves:
-        prefix = where if leaf is node else f"{where}.items"
+    for leaf, prefix in _leaves(node, where):
         _declared(leaf, prefix, settings, unsupported)
-    is_object = any("properties" in b or isinstance(b.get("items"), Mapping) and "properties" in b["items"]
-                    for b in _branches(node))
+    group = _is_group(node)
     if unsupported:
-        chosen = next((c for _, c, _ in settings if c), None)
-        stays = "ignored" if any(i for _, _, i in settings) else f"compared as {chosen or 'exact'}"
-        warnings.append(f"{name}: {entity_type}: {'; '.join(unsupported)} "
-                        f"{'has' if len(unsupported) == 1 else 'have'} no equivalent here; "
-                        f"{entity_type} is {stays}")
+        warnings.append(_unsupported_warning(name, entity_type, unsupported, settings))
     for key, comparator, ignore in settings[:1]:  # on a group: every field of it
-        rules.append(Rule(f"{entity_type}.*" if is_object else entity_type, comparator, ignore,
+        rules.append(Rule(f"{entity_type}.*" if group else entity_type, comparator, ignore,
                           source="file", declared_by=f"{name}: {key}"))
-    if not is_object and not any(c for _, c, _ in settings):
-        plain = _plain_type(node)
-        if plain is not None:
-            rules.append(Rule(entity_type, plain[1], source="schema",
-                              declared_by=f"{name}: {where} {plain[0]}"))
-    if is_object:
+    plain = None if group or any(c for _, c, _ in settings) else _plain_type(node)
+    if plain is not None:
+        rules.append(Rule(entity_type, plain[1], source="schema", declared_by=f"{name}: {where} {plain[0]}"))
+    if group:
         _walk(node, entity_type, f"{where}.", name, rules, warnings)
+
+
+def _leaves(node: Mapping[str, Any], where: str) -> list[tuple[Mapping[str, Any], str]]:
+    """The node, and the items of a list of scalars (judged as its items), with where they sit."""
+    items = [b["items"] for b in _branches(node)
+             if isinstance(b.get("items"), Mapping) and "properties" not in b["items"]]
+    return [(node, where), *((item, f"{where}.items") for item in items)]
+
+
+def _is_group(node: Mapping[str, Any]) -> bool:
+    """An object, or a list of objects: its properties are fields of a group."""
+    return any("properties" in b or (isinstance(b.get("items"), Mapping) and "properties" in b["items"])
+               for b in _branches(node))
+
+
+def _unsupported_warning(name: str, entity_type: str, unsupported: list[str], settings: list) -> str:
+    chosen = next((c for _, c, _ in settings if c), None)
+    stays = "ignored" if any(i for _, _, i in settings) else f"compared as {chosen or 'exact'}"
+    verb = "has" if len(unsupported) == 1 else "have"
+    named = "; ".join(unsupported)
+    return f"{name}: {entity_type}: {named} {verb} no equivalent here; {entity_type} is {stays}"
 
 
 def _declared(node: Mapping[str, Any], where: str, settings: list, unsupported: list[str]) -> None:
