@@ -268,3 +268,21 @@ def test_the_notebook_shows_both_rankings_and_the_sentence():
             "strictly it ranks last.</b></p>") in shown
     assert "KIEval_Aligned, strict" in shown and "rank, suggested rules" in shown
     assert shown.index("KIEval_Aligned, strict") < shown.index("Headline figures")
+
+
+def test_a_saved_run_keeps_its_rules_and_their_figures(tmp_path):
+    from kieval_core.output.render import report_json
+    from kieval_core.output.runs import load_run, save_run
+
+    result = evaluate(dataset(GT, "gt"), {"m1": dataset(M1, "m1"), "m2": dataset(M2, "m2")},
+                      rules=FieldRules.from_options(["date=date:mdy"], ["split"]))
+    text = report_json(result)
+    save_run(result, tmp_path / "run", text, {"gt": {"source": "gt", "digest": ""}, "models": {}}, {})
+    again = load_run(tmp_path / "run").result
+    assert again.rules == result.rules and again.ignored == {"split": 2}
+    before, after = json.loads(text), json.loads(report_json(again))
+    assert after["options"]["rules"] == before["options"]["rules"]
+    assert after["rankings"] == before["rankings"]
+    for name in ("m1", "m2"):
+        for key in ("kieval", "kieval_strict", "kieval_suggested"):
+            assert after["models"][name][key] == before["models"][name][key]
