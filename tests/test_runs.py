@@ -70,8 +70,12 @@ def test_anything_else_is_refused(tmp_path):
 def _renamed(node):
     """A report written before issue 16's rename, with today's keys: ``errors`` of a review
     point or review table (it has ``tp_after``) is ``errors_left``, any other (a table of
-    figures) is ``corrections``."""
+    figures) is ``corrections``; a substitution's causes, counted before ``date_order`` was a
+    cause, have none."""
     if isinstance(node, dict):
+        for prefix in ("", "substitution_"):
+            if f"{prefix}other_value" in node and f"{prefix}date_order" not in node:
+                node = {**node, f"{prefix}date_order": 0}
         return {("errors_left" if "tp_after" in node else "corrections") if k == "errors" else k: _renamed(v)
                 for k, v in node.items()}
     if isinstance(node, list):

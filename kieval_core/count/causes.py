@@ -1,10 +1,16 @@
 """Why each correction is needed (SPEC 2c): one cause per substitution, addition, deletion.
 
-* substitution of GT value g by predicted value p: ``format`` when a comparator the tool
-  offers makes them equal (:data:`~kieval_core.count.comparators.FORMAT_COMPARATORS`: ``alnum``,
-  ``number`` or ``number:comma``, a date under any of the three orders; ``casefold`` is
-  implied by ``alnum``); else ``near_miss`` when their normalised Levenshtein similarity
-  (rapidfuzz) is at least the threshold (default 0.8); else ``other_value``;
+* substitution of GT value g by predicted value p: ``format`` when ``alnum``, ``number`` or
+  ``number:comma`` makes them equal, or both name the same date read in the field's date
+  order (:func:`field_date_orders`; a value that names one date in every order it reads
+  in, such as ``2019-02-01`` or ``1 Feb 2019``, needs no order), or the same date in
+  whichever order both are read (``21/12/16`` and ``21/12/16 9:29:44 AM``); else
+  ``date_order`` when they name the same date only when a side is read in another order
+  (dmy, mdy, ymd) than the field's, or, in a field without an order, in some order; else
+  ``near_miss`` when their normalised Levenshtein similarity (rapidfuzz) after case folding
+  and white-space collapsing is at least the threshold (default 0.8); else ``other_value``.
+  A time after a date (``07 Mar 2018 18:22``, ``21/12/16 9:29:44 AM``) does not change the
+  date it names;
 * deletion of a predicted value: ``misplaced`` when the GT document holds the same value
   under another entity type or in another group; else ``hallucinated``;
 * addition of a GT value: ``misplaced`` when the prediction holds the same value under
@@ -13,12 +19,15 @@
 Values are the normalised ones (after the normaliser, before any comparator). Every
 function here works on distinct values or pairs, once each, and on integer codes.
 
->>> substitution_causes(["01/02/2019", "200", "01/02/2019"], ["01/02/2018", "250", "2019-02-01"]).tolist()
-['near_miss', 'other_value', 'format']
+>>> substitution_causes(["01/02/2019", "200", "01/02/2019", "01/02/2019"],
+...                     ["01/02/2018", "250", "2019-02-01", "2019-01-02"], date_orders=[0, 0, 0, 0]).tolist()
+['near_miss', 'other_value', 'format', 'date_order']
 """
 
 from __future__ import annotations
 
+import datetime
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -29,16 +38,21 @@ from rapidfuzz.process import cpdist
 from .comparators import FORMAT_COMPARATORS, canonicalise
 
 #: Every cause, in the order of the ``cause`` categorical.
-CAUSES = ("format", "near_miss", "other_value", "misplaced", "hallucinated", "missed")
+CAUSES = ("format", "date_order", "near_miss", "other_value", "misplaced", "hallucinated", "missed")
 #: The causes of each correction kind (the JSON's ``kieval.causes``).
 CAUSES_OF_KIND = {
-    "substitution": ("format", "near_miss", "other_value"),
+    "substitution": ("format", "date_order", "near_miss", "other_value"),
     "deletion": ("misplaced", "hallucinated"),
     "addition": ("misplaced", "missed"),
 }
 #: Count columns of the tables of figures: ``<kind>_<cause>``.
 CAUSE_COLUMNS = [f"{kind}_{cause}" for kind, causes in CAUSES_OF_KIND.items() for cause in causes]
-FORMAT, NEAR_MISS, OTHER_VALUE, MISPLACED, HALLUCINATED, MISSED = range(len(CAUSES))
+FORMAT, DATE_ORDER, NEAR_MISS, OTHER_VALUE, MISPLACED, HALLUCINATED, MISSED = range(len(CAUSES))
+#: The orders a date may be read in: the columns of :func:`date_readings`, the codes of
+#: :func:`field_date_orders` (``-1``: no order, see there).
+DATE_ORDERS = ("dmy", "mdy", "ymd")
+#: The comparators besides dates whose equality makes a substitution ``format``.
+_FORMAT_BY_FORM = ("alnum", "number", "number:comma")
 
 
 def fixing_comparators(gt_values: Sequence[str], pred_values: Sequence[str]) -> np.ndarray:
@@ -60,29 +74,158 @@ def fixing_comparators(gt_values: Sequence[str], pred_values: Sequence[str]) -> 
     return out
 
 
+# --- dates read in each order -------------------------------------------------------------
+
+_TIME_AFTER = re.compile(r"[ T]+\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:\s*[AaPp]\.?[Mm]\.?)?$")
+_NUMERIC_DATE = re.compile(r"^(\d{1,4})([./\- ])(\d{1,2})\2(\d{1,4})$")
+
+
+def _year(text: str) -> int:
+    """A year as written; two digits are 2000-2069 and 1970-1999, as the comparators read them."""
+    year = int(text)
+    return year if len(text) == 4 else 2000 + year if year < 70 else 1900 + year
+
+
+def _iso(year: int, month: int, day: int) -> str | None:
+    try:
+        return datetime.date(year, month, day).isoformat()
+    except ValueError:
+        return None
+
+
+def _numeric_readings(value: str) -> tuple[str | None, str | None, str | None] | None:
+    """The date a numeric ``value`` names read day-month-year, month-day-year and
+    year-month-day (ISO text, None where it does not read so); None when it is not a
+    numeric date. A four-digit first part is year-month-day in every order."""
+    m = _NUMERIC_DATE.match(value)
+    if m is None:
+        return None
+    a, b, c = m[1], m[3], m[4]
+    if len(a) == 4:
+        iso = _iso(int(a), int(b), int(c)) if len(c) <= 2 else None
+        return iso, iso, iso
+    if len(a) == 3 or len(c) not in (2, 4):
+        return None, None, None
+    ymd = _iso(_year(a), int(b), int(c)) if len(a) == 2 and len(c) == 2 else None
+    return _iso(_year(c), int(b), int(a)), _iso(_year(c), int(a), int(b)), ymd
+
+
+def date_readings(values: Sequence[str]) -> np.ndarray:
+    """Integer codes of the dates each value names in each order of :data:`DATE_ORDERS`
+    (one row per value; equal codes are equal dates, -1 where it does not read as a date),
+    and per value the code of the one date it names in every order it reads in (-1 when
+    none or several). A time after the date is left out; a date with a month name reads as
+    the ``date`` comparators read it in each order. Each distinct value is read once.
+
+    >>> codes = date_readings(["01/02/2019", "2019-02-01", "25/12/2018 9:30 PM", "x", "1 Feb 2019 18:22"])
+    >>> codes[:, :3].tolist(), codes[:, 3].tolist()
+    ([[0, 1, -1], [0, 0, 0], [2, -1, -1], [-1, -1, -1], [0, 0, 0]], [-1, 0, 2, -1, 0])
+    """
+    codes, distinct = pd.factorize(np.asarray(values, dtype=object))
+    dates = [_TIME_AFTER.sub("", v) for v in distinct]
+    readings = np.full((len(dates), 3), None, dtype=object)
+    named = []
+    for i, value in enumerate(dates):
+        numeric = _numeric_readings(value)
+        if numeric is None:
+            named.append(i)
+        else:
+            readings[i] = numeric
+    if named:
+        texts = [dates[i] for i in named]
+        for j, order in enumerate(DATE_ORDERS):
+            forms, parsed = canonicalise(f"date:{order}", texts)
+            readings[named, j] = np.where(parsed, forms, None)
+    date_codes = pd.factorize(readings.ravel())[0].reshape(readings.shape)  # None -> -1
+    first = date_codes.max(axis=1)
+    same = ((date_codes == first[:, None]) | (date_codes < 0)).all(axis=1)
+    one_date = np.where(same, first, -1)
+    return np.column_stack([date_codes, one_date])[codes]
+
+
+def field_date_orders(type_codes: np.ndarray, values: Sequence[str], n_types: int) -> np.ndarray:
+    """The date order each entity type's ground truth uses (an index into
+    :data:`DATE_ORDERS`, or -1 when contradicted or undecided): the one order under which
+    every value naming one date (in every order it reads in) reads as a date.
+
+    ``type_codes`` and ``values`` are the GT's entities (each distinct pair is read once).
+
+    >>> field_date_orders(np.array([0, 0, 1, 2, 2]),
+    ...                   ["25/12/2018", "01/02/2019", "2019-02-01", "12/25/2018", "25/12/2018"], 3).tolist()
+    [0, -1, -1]
+    """
+    type_codes = np.asarray(type_codes, np.int64)
+    value_codes, distinct = pd.factorize(np.asarray(values, dtype=object))
+    pairs = np.unique(np.column_stack([type_codes, value_codes]), axis=0) if len(type_codes) else \
+        np.zeros((0, 2), np.int64)
+    readings = date_readings(distinct)[pairs[:, 1]]
+    deciding = readings[:, 3] >= 0
+    masks = ((readings[deciding, :3] >= 0) * np.array([1, 2, 4])).sum(axis=1)
+    allowed = np.full(n_types, 7, np.int64)
+    np.bitwise_and.at(allowed, pairs[deciding, 0], masks)
+    return np.select([allowed == 1, allowed == 2, allowed == 4], [0, 1, 2], -1)
+
+
+# --- causes of substitutions ----------------------------------------------------------------
+
+
+def _folded(values: np.ndarray) -> list[str]:
+    return [" ".join(v.casefold().split()) for v in values]
+
+
+def _date_pairs(dates: np.ndarray, g: np.ndarray, p: np.ndarray, orders: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair (value indexes ``g``, ``p`` into the rows of :func:`date_readings` ``dates``,
+    the field's order): whether both name the same date (in the field's order, or in
+    whichever order both are read), and whether they do in some pair of orders."""
+    # unreadable in an order: its one date (if any)
+    in_order = np.where(dates[:, :3] >= 0, dates[:, :3], dates[:, 3:4])
+    in_order = np.column_stack([in_order, dates[:, 3]])  # column -1: no order, the one date only
+    date_g, date_p = in_order[g, orders], in_order[p, orders]
+    read_g, read_p = dates[g, :3], dates[p, :3]
+    same = ((date_g >= 0) & (date_g == date_p)) | ((read_g == read_p).all(axis=1) & (read_g >= 0).any(axis=1))
+    read_g, read_p = read_g[:, :, None], read_p[:, None, :]
+    crossed = ((read_g >= 0) & (read_g == read_p)).any(axis=(1, 2))
+    return same, crossed
+
+
 def substitution_cause_codes(gt_values: Sequence[str], pred_values: Sequence[str],
-                             near_miss: float = 0.8) -> np.ndarray:
-    """Cause codes (:data:`FORMAT`, :data:`NEAR_MISS`, :data:`OTHER_VALUE`) of substitution
-    pairs of normalised values; the pairs should be distinct (the engine passes each once)."""
+                             near_miss: float = 0.8, date_orders: Sequence[int] | None = None) -> np.ndarray:
+    """Cause codes (:data:`FORMAT`, :data:`DATE_ORDER`, :data:`NEAR_MISS`,
+    :data:`OTHER_VALUE`) of substitution pairs of normalised values, each pair with its
+    field's date order (:func:`field_date_orders`; default: none). The pairs should be
+    distinct (the engine passes each once); each distinct value is read once."""
     gt_values = np.asarray(gt_values, dtype=object)
     pred_values = np.asarray(pred_values, dtype=object)
-    causes = np.full(len(gt_values), OTHER_VALUE, np.int8)
-    if not len(gt_values):
+    n = len(gt_values)
+    causes = np.full(n, OTHER_VALUE, np.int8)
+    if not n:
         return causes
-    is_format = fixing_comparators(gt_values, pred_values).any(axis=1)
+    orders = np.full(n, -1, np.int64) if date_orders is None else np.asarray(date_orders, np.int64)
+    codes, distinct = pd.factorize(np.concatenate([gt_values, pred_values]))
+    g, p = codes[:n], codes[n:]
+    is_format = np.zeros(n, bool)
+    for comparator in _FORMAT_BY_FORM:
+        form_codes = pd.factorize(canonicalise(comparator, distinct)[0])[0]
+        is_format |= form_codes[g] == form_codes[p]
+    same_date, crossed = _date_pairs(date_readings(distinct), g, p, orders)
+    is_format |= same_date
     causes[is_format] = FORMAT
-    rest = np.flatnonzero(~is_format)
+    causes[~is_format & crossed] = DATE_ORDER
+    rest = np.flatnonzero(causes == OTHER_VALUE)
     if len(rest):
-        similarity = cpdist(list(gt_values[rest]), list(pred_values[rest]),
+        folded = np.asarray(_folded(distinct), dtype=object)
+        similarity = cpdist(list(folded[g[rest]]), list(folded[p[rest]]),
                             scorer=Levenshtein.normalized_similarity, workers=1)
         causes[rest[np.asarray(similarity) >= near_miss]] = NEAR_MISS
     return causes
 
 
-def substitution_causes(gt_values: Sequence[str], pred_values: Sequence[str],
-                        near_miss: float = 0.8) -> np.ndarray:
+def substitution_causes(gt_values: Sequence[str], pred_values: Sequence[str], near_miss: float = 0.8,
+                        date_orders: Sequence[int] | None = None) -> np.ndarray:
     """The cause names of substitution pairs (see :func:`substitution_cause_codes`)."""
-    return np.asarray(CAUSES, dtype=object)[substitution_cause_codes(gt_values, pred_values, near_miss)]
+    codes = substitution_cause_codes(gt_values, pred_values, near_miss, date_orders)
+    return np.asarray(CAUSES, dtype=object)[codes]
 
 
 def dense_codes(*columns: np.ndarray) -> np.ndarray:

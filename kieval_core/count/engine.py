@@ -39,9 +39,11 @@ from ..read.locations import LOCATION_COLUMNS, has_locations
 from .causes import (
     CAUSES,
     CAUSES_OF_KIND,
+    DATE_ORDERS,
     HALLUCINATED,
     MISPLACED,
     MISSED,
+    field_date_orders,
     held_elsewhere,
     substitution_cause_codes,
 )
@@ -122,7 +124,7 @@ def count(gt: Dataset, pred: Dataset, normalizer: Normalizer = Normalizer(), cau
     partner_g, partner_p = link(p, lg, lp)
     cause_g = cause_p = None
     if causes:
-        cause_g, cause_p = label_causes(g, p, lg, lp, pairs, vocab, normalizer.near_miss)
+        cause_g, cause_p = label_causes(g, p, lg, lp, pairs, vocab, normalizer)
         cells = _with_cause_counts(cells, g, p, lg, lp, cause_g, cause_p)
     return Counted(
         cells=cells,
@@ -669,24 +671,43 @@ def _paired_group(s: Side, labels: Labels, pairs: pd.DataFrame, other_side: str)
     return take(other, np.where(s.grp >= 0, labels.pair, -1))
 
 
+def date_orders(g: Side, etypes: np.ndarray, vocab: Vocabulary, normalizer: Normalizer) -> np.ndarray:
+    """Per entity type code: its date order (an index into
+    :data:`~kieval_core.count.causes.DATE_ORDERS`, -1 for none), the declared ``date:*``
+    comparator's, else the one its GT values use across the dataset; read for the types
+    ``etypes`` only."""
+    wanted = np.zeros(len(vocab.etypes), bool)
+    wanted[etypes] = True
+    rows = wanted[g.etype]
+    orders = field_date_orders(g.etype[rows], vocab.normalised[g.norm[rows]], len(vocab.etypes))
+    for etype, comparator in normalizer.comparator_of(vocab.etypes[np.flatnonzero(wanted)]).items():
+        if comparator.startswith("date:"):
+            orders[vocab.etypes.get_loc(etype)] = DATE_ORDERS.index(comparator.removeprefix("date:"))
+    return orders
+
+
 def label_causes(g: Side, p: Side, lg: Labels, lp: Labels, pairs: pd.DataFrame, vocab: Vocabulary,
-                 near_miss: float) -> tuple[np.ndarray, np.ndarray]:
+                 normalizer: Normalizer) -> tuple[np.ndarray, np.ndarray]:
     """The cause code of every entity (index into :data:`~kieval_core.count.causes.CAUSES`, -1
     when correct): a substitution's on both sides, a deletion's, an addition's.
 
-    Substitutions are classified once per distinct pair of normalised values; deletions and
-    additions by counting, per document and normalised value, the other side's copies that
-    sit elsewhere (another entity type or another group than the paired one).
+    Substitutions are classified once per distinct pair of normalised values and date order
+    of their field; deletions and additions by counting, per document and normalised value,
+    the other side's copies that sit elsewhere (another entity type or another group than
+    the paired one).
     """
     cause_g = np.full(len(g), -1, np.int8)
     cause_p = np.full(len(p), -1, np.int8)
     sub = np.flatnonzero(lp.status == Status.SUBSTITUTED)
     if len(sub):
         partner = lp.substitutes[sub]
+        order = date_orders(g, p.etype[sub], vocab, normalizer)[p.etype[sub]] + 1
         n_norm = max(len(vocab.normalised), 1)
-        distinct, inverse = np.unique(g.norm[partner] * n_norm + p.norm[sub], return_inverse=True)
-        codes = substitution_cause_codes(vocab.normalised[distinct // n_norm],
-                                         vocab.normalised[distinct % n_norm], near_miss)
+        key = (order * n_norm + g.norm[partner]) * n_norm + p.norm[sub]
+        distinct, inverse = np.unique(key, return_inverse=True)
+        codes = substitution_cause_codes(vocab.normalised[distinct // n_norm % n_norm],
+                                         vocab.normalised[distinct % n_norm], normalizer.near_miss,
+                                         distinct // (n_norm * n_norm) - 1)
         cause_p[sub] = codes[inverse]
         cause_g[partner] = codes[inverse]
 

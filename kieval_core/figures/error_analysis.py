@@ -128,6 +128,7 @@ CAUSE_LABELS = {(kind, cause): f"{kind}: {'format only' if cause == 'format' els
                 for kind, cause in CAUSE_SERIES}
 CAUSE_COLORS = {
     ("substitution", "format"): "#F3CF80",
+    ("substitution", "date_order"): "#D9A441",
     ("substitution", "near_miss"): KIND_COLORS["substitution"],
     ("substitution", "other_value"): "#9A6A00",
     ("addition", "misplaced"): "#56B4E9",

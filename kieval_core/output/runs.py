@@ -471,7 +471,11 @@ def _field_rules(directory: Path, saved: dict) -> tuple[FieldRules, dict[str, in
 def _load_tally(folder: Path, entry: dict) -> Tally:
     def indexed(name: str) -> pd.DataFrame:
         frame = _read(folder / f"{name}.parquet")
-        return frame.set_index(frame.columns[0]).astype(np.int64)
+        frame = frame.set_index(frame.columns[0]).astype(np.int64)
+        if "substitution_format" in frame and "substitution_date_order" not in frame:
+            # saved before date_order was a cause: its substitutions are in the other causes
+            frame.insert(frame.columns.get_loc("substitution_format") + 1, "substitution_date_order", 0)
+        return frame
 
     predictions = _read(folder / "predictions.parquet")
     base = _read(folder / "base.parquet")

@@ -80,8 +80,13 @@ CAUSE_LABELS = {"substitution": "Subs", "deletion": "Dels", "addition": "Adds"}
 CAUSE_DEFINITIONS = {
     ("substitution", "format"): (
         "Substitutions whose values are equal under a comparator: alnum (case, spaces, "
-        "punctuation), number, or a date in any of the three orders.",
+        "punctuation), number, or the same date read in the field's date order (declared, else "
+        "the one the GT uses).",
         "Only the format differs: declare a comparator (--compare) or fix the output format."),
+    ("substitution", "date_order"): (
+        "Substitutions whose values are the same date only when one is read in another order "
+        "(dmy, mdy, ymd) than the field's.",
+        "Day and month (or year) read the wrong way round: a different day, a real error."),
     ("substitution", "near_miss"): (
         "Other substitutions whose normalised Levenshtein similarity is at least the near-miss "
         "threshold (default 0.8).", "Typos and OCR slips: a character or two."),

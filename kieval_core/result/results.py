@@ -380,8 +380,8 @@ def causes_of(counts: pd.Series) -> dict[str, dict[str, int]] | None:
     without them)."""
     if "substitution_format" not in counts.index:
         return None
-    return {kind: {cause: int(counts[f"{kind}_{cause}"]) for cause in causes}
-            for kind, causes in CAUSES_OF_KIND.items()}
+    return {kind: {cause: int(counts.get(f"{kind}_{cause}", 0)) for cause in causes}  # a run saved before
+            for kind, causes in CAUSES_OF_KIND.items()}  # date_order was counted has none
 
 
 def all_error_lists(result: EvaluationResult) -> pd.DataFrame:
