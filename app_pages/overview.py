@@ -96,6 +96,11 @@ result = ws.result
 
 for key in ws.one_sided:
     left, right = st.columns([5, 1], vertical_alignment="center")
+    if key.set_aside:
+        left.caption(md(overview.set_aside_caption(key)))
+        right.button(f"Score {md(key.key)}", key=f"score_{key.key}", on_click=sidebar.score_key,
+                     args=(key.key,), width="stretch")
+        continue
     left.warning(md(key.message.replace("--meta", "the metadata option:")), icon=":material/label:")
     right.button(
         f"Treat {md(key.key)} as metadata",

@@ -314,24 +314,30 @@ def build_workspace(
     except Exception as exc:
         store.hold(session, ())
         return Workspace(sources, options, None, (read_message(gt, exc),), key)
-    result, problems, pending, keys = _scored(store, gt, gt_set, sources, options, progress, held, None)
+    gt_keys, pred_keys = KeyCounts.of(gt_set), _pred_keys(store, sources, options, progress)
+    aside = tuple(k.key for k in one_sided_keys(gt_keys, pred_keys, options.score_keys) if k.set_aside)
+    if aside:  # read as metadata, exactly as the metadata option reads them
+        options = dataclasses.replace(options, gt_meta=aside)
+        held[0] = _dataset_key(gt, options, "gt")
+        gt_set = read_dataset(store, gt, options, "gt", while_waiting(progress, 0.0, f"Reading {gt.name}"))
+    result, problems, pending = _scored(store, gt, gt_set, sources, options, progress, held, None, gt_keys)
     if options.apply_suggested and result.models:
         suggestions = suggested_rules(result)
-        result, problems, pending, keys = _scored(store, gt, gt_set, sources, options, progress, held,
-                                                  suggestions)
-    one_sided = tuple(one_sided_keys(KeyCounts.of(gt_set), keys))
-    ws = Workspace(sources, options, result, tuple(problems), key, tuple(pending), one_sided)
+        result, problems, pending = _scored(store, gt, gt_set, sources, options, progress, held, suggestions,
+                                            gt_keys)
+    ws = Workspace(sources, options, result, tuple(problems), key, tuple(pending), result.one_sided)
     ws = _with_images(store, ws, held)
     store.hold(session, held, own_bytes=sources.size)
     return ws
 
 
 def _scored(store: Store, gt: Source, gt_set: Dataset, sources: Sources, options: AppOptions,
-            progress: Progress, held: list[Hashable], suggested: FieldRules | None
-            ) -> tuple[EvaluationResult, list[str], list, dict[str, KeyCounts]]:
+            progress: Progress, held: list[Hashable], suggested: FieldRules | None, gt_keys: KeyCounts
+            ) -> tuple[EvaluationResult, list[str], list]:
     """Every prediction file scored under the options' rules over the ``suggested`` ones
     applied (KIEval now, peer families in the background), as one result; the problems met
-    and the peer work pending. What it holds in the store goes into ``held``."""
+    and the peer work pending. What it holds in the store goes into ``held``. ``gt_keys``
+    are the ground truth's keys as read (before any was set aside as metadata)."""
     rules = _rules(options, suggested).bound_to(gt_set, options.normalizer)
     ignored: dict[str, int] = {}
     gt_scored = rules.without_ignored(gt_set, ignored)
@@ -365,8 +371,22 @@ def _scored(store: Store, gt: Source, gt_set: Dataset, sources: Sources, options
         models[name] = dataclasses.replace(model, name=name, peer=peer)
     normalizer = dataclasses.replace(options.normalizer, comparators=rules.comparator_pairs())
     result = finish(gt_scored, models, keys, normalizer, resolve_families(options.families), rules=rules,
-                    ignored=ignored)
-    return result, problems, pending, keys
+                    ignored=ignored, gt_keys=gt_keys, score_keys=options.score_keys)
+    return result, problems, pending
+
+
+def _pred_keys(store: Store, sources: Sources, options: AppOptions,
+               progress: Progress) -> dict[str, KeyCounts]:
+    """The keys of every prediction file that can be read (one that cannot is reported by
+    its scoring), for the keys present on one side only."""
+    keys = {}
+    for name, pred in zip(sources.model_names(), sources.predictions, strict=True):
+        try:
+            keys[name] = KeyCounts.of(read_dataset(store, pred, options, "pred",
+                                                   while_waiting(progress, 0.0, f"Reading {name}")))
+        except Exception:  # noqa: BLE001 - the scoring below reports it
+            continue
+    return keys
 
 
 def open_run(store: Store, session: str, sources: Sources, options: AppOptions) -> Workspace:

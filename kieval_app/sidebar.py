@@ -20,6 +20,7 @@ OPTION_DEFAULTS = {
     "opt_key": "",
     "opt_aliases": "",
     "opt_meta": "",
+    "opt_score_keys": (),
     "opt_related": "",
     "opt_casefold": False,
     "opt_numbers": False,
@@ -71,6 +72,11 @@ def add_meta_key(key: str) -> None:
     keys = parse_keys(st.session_state["opt_meta"])
     if key not in keys:
         st.session_state["opt_meta"] = ", ".join([*keys, key])
+
+
+def score_key(key: str) -> None:
+    """Score a ground-truth key no prediction file has (set aside by default; SPEC 6.1)."""
+    st.session_state["opt_score_keys"] = (*st.session_state["opt_score_keys"], key)
 
 
 def render_options() -> AppOptions:
@@ -169,6 +175,7 @@ def render_options() -> AppOptions:
         key=st.session_state["opt_key"].strip() or None,
         aliases=aliases,
         meta=parse_keys(st.session_state["opt_meta"]),
+        score_keys=tuple(st.session_state["opt_score_keys"]),
         related_fields=parse_keys(st.session_state["opt_related"]),
         casefold=st.session_state["opt_casefold"],
         number_punctuation=st.session_state["opt_numbers"],

@@ -194,6 +194,10 @@ class AppOptions:
     key: str | None = None
     aliases: tuple[tuple[str, str], ...] = ()
     meta: tuple[str, ...] = ()
+    #: Ground-truth keys no prediction file has: set aside as metadata of the ground truth
+    #: (found by the workspace), unless the user scores them (``score_keys``).
+    gt_meta: tuple[str, ...] = ()
+    score_keys: tuple[str, ...] = ()
     related_fields: tuple[str, ...] = ()
     casefold: bool = False
     number_punctuation: bool = False
@@ -217,7 +221,7 @@ class AppOptions:
             format=fmt,
             key=self.key or None,
             aliases=self.aliases,
-            meta=self.meta,
+            meta=self.meta + (self.gt_meta if role == "gt" else ()),
             related_fields=self.related_fields,
             limits=self.limits,
         )

@@ -22,6 +22,7 @@ _EXPORTS = {
     "KievalOptionError": "exceptions",
     "NoCommonDocuments": "exceptions",
     "UndefinedMetricWarning": "exceptions",
+    "UnscoredKeyWarning": "exceptions",
     "FORMATS": "read.formats",
     "LoadOptions": "read.formats",
     "load": "read.load",
@@ -40,15 +41,21 @@ _EXPORTS = {
 __all__ = [
     "FORMATS", "Accumulator", "Costs", "Dataset", "DecisionOptions", "EvaluationResult", "KievalInputError",
     "KievalOptionError", "LoadOptions", "ModelResult", "NoCommonDocuments", "Normalizer", "PeerOptions",
-    "UndefinedMetricWarning", "build_report", "evaluate", "load", "load_bytes", "render_report",
-    "report_json",
+    "UndefinedMetricWarning", "UnscoredKeyWarning", "build_report", "evaluate", "load", "load_bytes",
+    "render_report", "report_json",
 ]
 
 if TYPE_CHECKING:
     from .accumulator import Accumulator
     from .count.normalize import Normalizer
     from .count.peer_families import PeerOptions
-    from .exceptions import KievalInputError, KievalOptionError, NoCommonDocuments, UndefinedMetricWarning
+    from .exceptions import (
+        KievalInputError,
+        KievalOptionError,
+        NoCommonDocuments,
+        UndefinedMetricWarning,
+        UnscoredKeyWarning,
+    )
     from .output.render import build_report, render_report, report_json
     from .read.dataset import Dataset
     from .read.formats import FORMATS, LoadOptions, load_bytes

@@ -100,6 +100,9 @@ def _evaluate_options(ev: argparse.ArgumentParser) -> None:
     read.add_argument("--meta", action="append", default=[], metavar="KEY",
                       help="record-level metadata key (split, vendor, ...): kept per document, never "
                            "scored; automation figures are also given per value")
+    read.add_argument("--score-key", action="append", default=[], metavar="KEY",
+                      help="score a top-level ground-truth key that no prediction file has (such a "
+                           "key, e.g. split, is otherwise kept as metadata and not scored)")
     read.add_argument("--related-fields", default="", metavar="A,B,C",
                       help="format lists: the parallel fields whose i-th values form row i")
     read.add_argument("--list-sep", default="|", metavar="SEP",
@@ -377,11 +380,13 @@ def _evaluate(args: argparse.Namespace) -> int:
                               metrics=args.metrics,
                               load_options=options, progress=progress, peer_options=peer,
                               missing_confidence=args.missing_confidence,
-                              confidence_from=args.confidence_from, **engine)
+                              confidence_from=args.confidence_from, score_keys=args.score_key, **engine)
             report = render_report(result, decisions)
             progress.close()
             summary = _format_summary(summary_frame(result, report.figures))
         undefined = [str(w.message) for w in caught if issubclass(w.category, UndefinedMetricWarning)]
+        for warning in result.all_warnings:  # each may change a figure: said before the figures
+            _say(f"warning: {warning}")
         print("\n".join(for_terminal(line) for line in summary.splitlines()))
         for line in decision_notes(report.figures):
             print(for_terminal(line))
@@ -391,7 +396,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             print(for_terminal(line))
         for line in [] if args.no_hints else hint_lines(result):
             print(for_terminal(f"try: {line}"))
-        for warning in [*result.all_warnings, *dict.fromkeys(undefined)]:
+        for warning in dict.fromkeys(undefined):
             _say(f"warning: {warning}")
         _write(args, result, report, json_out, csv_out, run)
         outputs.commit()
@@ -467,10 +472,9 @@ def _inputs(gt: str, preds: list[str]) -> dict:
 
 def _options(args: argparse.Namespace) -> dict:
     """The reading and scoring options of a run (JSON values, for its manifest)."""
-    keys = ("format", "key", "alias", "meta", "related_fields", "list_sep", "normalize", "compare", "ignore",
-            "rules",
-            "near_miss", "metrics", "cer_threshold", "peer_structure", "engine", "missing_confidence",
-            "confidence_from")
+    keys = ("format", "key", "alias", "meta", "score_key", "related_fields", "list_sep", "normalize",
+            "compare", "ignore", "rules", "near_miss", "metrics", "cer_threshold", "peer_structure", "engine",
+            "missing_confidence", "confidence_from")
     return {k: getattr(args, k) for k in keys}
 
 

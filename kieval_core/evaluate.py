@@ -8,12 +8,13 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .count.normalize import Normalizer
 from .count.peer_families import PeerOptions, needs_structures
-from .exceptions import KievalOptionError
+from .exceptions import KievalOptionError, UnscoredKeyWarning
 from .read.dataset import Dataset
 from .read.formats import LoadOptions
 from .read.load import load
@@ -26,7 +27,9 @@ from .result.scoring import (
     Progress,
     finish,
     named_inputs,
+    one_sided_keys,
     score_model,
+    set_aside,
     unique_name,
 )
 from .rules import GT_ORDER_DATE, FieldRules
@@ -57,6 +60,7 @@ def evaluate(
     missing_confidence: str = "automate",
     confidence_from: str = "model",
     rules: FieldRules | Mapping[str, str] | str | Path | Sequence | None = None,
+    score_keys: Sequence[str] = (),
     **dask_options,
 ) -> EvaluationResult:
     """Evaluate one or more prediction sets against a ground truth.
@@ -93,6 +97,10 @@ def evaluate(
         as 1.0; ``review``: as 0.0), and where confidences come from (``model``, or
         ``consensus`` of the other models for models without any); see
         :func:`kieval_core.result.consensus.with_confidence_sources`.
+    score_keys
+        Top-level ground-truth keys to score even though no prediction file has them. Such
+        a key (``split``) is otherwise set aside as metadata, never scored, and named in an
+        :class:`~kieval_core.exceptions.UnscoredKeyWarning` (SPEC 6.1).
     """
     normalizer = normalizer or Normalizer()
     field_rules = FieldRules.of(rules).over(FieldRules.from_mapping(
@@ -100,14 +108,14 @@ def evaluate(
     result = _evaluate(gt, predictions, normalizer=dataclasses.replace(normalizer, comparators=()),
                        rules=field_rules, metrics=metrics, load_options=load_options,
                        peer_options=peer_options, progress=progress, engine=engine, scheduler=scheduler,
-                       **dask_options)
+                       score_keys=tuple(score_keys), **dask_options)
     if (missing_confidence, confidence_from) == ("automate", "model"):
         return result
     return with_confidence_sources(result, missing_confidence, confidence_from)
 
 
 def _evaluate(gt, predictions, *, normalizer, rules, metrics, load_options, peer_options, progress, engine,
-              scheduler, **dask_options) -> EvaluationResult:
+              scheduler, score_keys, **dask_options) -> EvaluationResult:
     if engine not in ENGINES:
         msg = f"unknown engine {engine!r}; choose {' or '.join(ENGINES)}"
         raise KievalOptionError(msg)
@@ -141,6 +149,11 @@ def _evaluate(gt, predictions, *, normalizer, rules, metrics, load_options, peer
         preds[name] = pred
         report(2 + 2 * i, steps, f"read {name}")
     keys = {name: KeyCounts.of(pred) for name, pred in preds.items()}
+    gt_keys = KeyCounts.of(gt_set)  # as read: the keys set aside are named in the warnings
+    one_sided = one_sided_keys(gt_keys, keys, score_keys)
+    for key in one_sided:
+        warnings.warn(key.python_message, UnscoredKeyWarning, stacklevel=3)
+    gt_set = set_aside(gt_set, [k.key for k in one_sided if k.set_aside])
     rules = rules.bound_to(gt_set, normalizer)
     ignored: dict[str, int] = {}
     gt_set = rules.without_ignored(gt_set, ignored)
@@ -154,7 +167,8 @@ def _evaluate(gt, predictions, *, normalizer, rules, metrics, load_options, peer
                                        peer_options=peer_options)
             if step:
                 report(3 + 2 * i, steps, f"scored {name}")
-        return finish(gt_set, models, keys, compared, families, rules=rules, ignored=ignored)
+        return finish(gt_set, models, keys, compared, families, rules=rules, ignored=ignored,
+                      gt_keys=gt_keys, score_keys=score_keys)
 
     if not rules.apply_suggested:
         return scored(rules, families, step=True)

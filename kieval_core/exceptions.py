@@ -40,3 +40,9 @@ class KievalOptionError(ValueError):
 
 class UndefinedMetricWarning(UserWarning):
     """A score is 0/0 (for example group F1 when the ground truth has no groups)."""
+
+
+class UnscoredKeyWarning(UserWarning):
+    """A key on one side only (SPEC 6.1, metadata): a ground-truth key that no prediction
+    file has, set aside as metadata and not scored, or a predicted key the ground truth
+    lacks, scored as a wrong field. The message says how to change it."""

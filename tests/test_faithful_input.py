@@ -10,7 +10,15 @@ from anls_star import anls_score
 from builders import write_jsonl
 from conftest import SAMPLE_DATA
 
-from kieval_core import KievalInputError, LoadOptions, evaluate, load, load_bytes
+from kieval_core import (
+    DecisionOptions,
+    KievalInputError,
+    LoadOptions,
+    UnscoredKeyWarning,
+    evaluate,
+    load,
+    load_bytes,
+)
 from kieval_core.cli import main
 from kieval_core.output.render import build_report
 from kieval_core.read.locations import LOCATION_KEYS
@@ -113,9 +121,20 @@ def test_meta_keys_are_kept_and_not_scored(tmp_path):
     gt = write_jsonl(tmp_path / "gt.jsonl", [{"doc_id": "d1", "split": "test", "vendor": "A", "total": "5"},
                                              {"doc_id": "d2", "split": "test", "vendor": "B", "total": "6"}])
     pred = write_jsonl(tmp_path / "p.jsonl", [{"doc_id": "d1", "total": "5"}, {"doc_id": "d2", "total": "6"}])
-    silent = evaluate(gt, {"p": pred})
-    assert silent.models["p"].entity.f1 < 1.0
-    assert any("'split' is in the ground truth" in w and "--meta split" in w for w in silent.all_warnings)
+    with pytest.warns(UnscoredKeyWarning) as said:
+        silent = evaluate(gt, {"p": pred})
+    assert silent.set_aside == ["split", "vendor"]  # no prediction file has them: set aside
+    assert silent.models["p"].entity.f1 == 1.0
+    assert [str(w.message) for w in said] == [
+        f"the key {k!r} is in the ground truth (2 values) but in no prediction file: it is set aside as "
+        f"metadata and not scored (as load_options=LoadOptions(meta=({k!r},)) does). To score it as a "
+        f"field every model misses: score_keys=[{k!r}]" for k in ("split", "vendor")]
+    assert any("'split'" in w and "--score-key split" in w for w in silent.all_warnings)
+    assert silent.models["p"].documents.set_index("doc_id")["vendor"].to_dict() == {"d1": "A", "d2": "B"}
+    with pytest.warns(UnscoredKeyWarning, match="scored as a field every model misses"):
+        scored = evaluate(gt, {"p": pred}, score_keys=["split"])
+    assert scored.set_aside == ["vendor"] and scored.models["p"].entity.f1 < 1.0
+    assert any("'split'" in w and "--meta split" in w for w in scored.all_warnings)
     declared = evaluate(gt, {"p": pred}, load_options=LoadOptions(meta=("split", "vendor")))
     model = declared.models["p"]
     assert model.entity.f1 == 1.0 and not declared.warnings
@@ -127,23 +146,55 @@ def test_meta_keys_are_kept_and_not_scored(tmp_path):
     assert [row["vendor"] for row in report["models"]["p"]["by_slice"]["vendor"]] == ["A", "B"]
 
 
-def test_prediction_only_key_is_named(tmp_path):
-    gt = write_jsonl(tmp_path / "gt.jsonl", [{"doc_id": "d1", "total": "5"}])
-    pred = write_jsonl(tmp_path / "p.jsonl", [{"doc_id": "d1", "total": "5", "source": "ocr"}])
-    result = evaluate(gt, {"p": pred})
+def test_the_cli_says_what_changes_a_figure_before_the_figures(tmp_path, capfd):
+    gt = write_jsonl(tmp_path / "gt.jsonl", [{"doc_id": "d1", "split": "test", "total": "5", "date": "1"}])
+    pred = write_jsonl(tmp_path / "p.jsonl", [{"doc_id": "d1", "total": "5", "date": "1"}])
+    assert main(["evaluate", "--gt", str(gt), "--pred", str(pred), "--bootstrap", "0"]) == 0
+    said = capfd.readouterr()
+    warning = ("warning: the key 'split' is in the ground truth (1 values) but in no prediction file: it is "
+               "set aside as metadata and not scored (as --meta split does). To score it as a field every "
+               "model misses: --score-key split")
+    assert said.err.splitlines()[0] == warning and "KIEval entity F1" in said.out
+    assert main(["evaluate", "--gt", str(gt), "--pred", str(pred), "--bootstrap", "0",
+                 "--score-key", "split"]) == 0
+    said = capfd.readouterr()
+    assert "a field every model misses. If it is metadata, declare it with --meta split" in said.err
+    assert "try: p: --meta split would raise KIEval_Aligned from 0.6667 to 1.0000" in said.out
+
+
+def test_prediction_only_key_is_named(tmp_path, capsys):
+    gt = write_jsonl(tmp_path / "gt.jsonl", [{"doc_id": "d1", "total": "5", "date": "01/02/2019"},
+                                             {"doc_id": "d2", "date": "25/12/2018"}])
+    pred = write_jsonl(tmp_path / "p.jsonl", [
+        {"doc_id": "d1", "total": "5", "source": "ocr", "date": "2019-02-01"},
+        {"doc_id": "d2", "source": "ocr", "date": "25/12/2018"}])
+    with pytest.warns(UnscoredKeyWarning, match=r"LoadOptions\(meta=\('source',\)\)"):
+        result = evaluate(gt, {"p": pred})
     assert any("'source' is in the predictions" in w and "--meta source" in w for w in result.warnings)
+    assert main(["evaluate", "--gt", str(gt), "--pred", str(pred), "--bootstrap", "0"]) == 0
+    # two deletions that --meta removes outnumber the one format error the date comparator fixes
+    assert ("try: p: --meta source --compare date=date would raise KIEval_Aligned from 0.4000 to 1.0000"
+            in capsys.readouterr().out)
 
 
 def test_sroie_metadata(shared_data):
+    """Without --meta, SROIE's figures equal those with --meta split, and the user is told."""
     sroie = shared_data / "sroie"
     names = ("aws_textract_analyzeexpense", "charlm_njoyimpeguy")
     preds = {m: sroie / "predictions" / f"{m}.jsonl" for m in names}
-    plain = evaluate(sroie / "sroie_test_gt.jsonl", preds)
-    assert round(plain.models["aws_textract_analyzeexpense"].entity.f1 * 100, 2) == 54.41
-    assert any("--meta split" in w for w in plain.warnings)
-    declared = evaluate(sroie / "sroie_test_gt.jsonl", preds, load_options=LoadOptions(meta=("split",)))
+    with pytest.warns(UnscoredKeyWarning, match="'split' is in the ground truth"):
+        plain = evaluate(sroie / "sroie_test_gt.jsonl", preds, metrics="all")
+    assert plain.set_aside == ["split"]
+    assert any("--score-key split" in w for w in plain.warnings)
+    declared = evaluate(sroie / "sroie_test_gt.jsonl", preds, metrics="all",
+                        load_options=LoadOptions(meta=("split",)))
     assert round(declared.models["aws_textract_analyzeexpense"].entity.f1 * 100, 2) == 61.24
     assert round(declared.models["charlm_njoyimpeguy"].entity.f1 * 100, 2) == 98.34
+    options = DecisionOptions(resamples=0)
+    assert build_report(plain, options)["models"] == build_report(declared, options)["models"]
+    with pytest.warns(UnscoredKeyWarning):
+        scored = evaluate(sroie / "sroie_test_gt.jsonl", preds, score_keys=["split"])
+    assert round(scored.models["aws_textract_analyzeexpense"].entity.f1 * 100, 2) == 54.41
 
 
 def test_table_meta_column(tmp_path):
@@ -267,3 +318,19 @@ def test_documents_are_sorted_in_the_report():
     report = build_report(evaluate(gt, {"m": SAMPLE_DATA / "sim_weak.jsonl"}))
     ids = [d["doc_id"] for d in report["models"]["m"]["documents"]]
     assert ids == sorted(ids)
+
+
+def test_only_record_level_keys_are_set_aside(tmp_path):
+    """A key inside a structure (under gt_parse, or in a one-object container) is content: a
+    field no model predicts stays scored, as missed; a scalar beside doc_id is record-level."""
+    bare = write_jsonl(tmp_path / "bare.jsonl", [{"doc_id": "d1", "split": "test", "menu": [{"nm": "A"}]}])
+    assert load(bare).record_keys == {"split"}
+    wrapped = write_jsonl(tmp_path / "wrapped.jsonl", [{"doc_id": "d1", "gt_parse": {"split": "test"}}])
+    assert load(wrapped).record_keys == frozenset()
+    one_object = tmp_path / "all.json"
+    one_object.write_text(json.dumps({"d1": {"split": "test"}}), "utf-8")
+    assert load(one_object).record_keys == frozenset()
+    pred = write_jsonl(tmp_path / "p.jsonl", [{"doc_id": "d1", "total": "5"}])
+    with pytest.warns(UnscoredKeyWarning, match="scored as a field every model misses"):
+        result = evaluate(wrapped, {"p": pred})
+    assert result.set_aside == [] and result.models["p"].corrections.addition == 1

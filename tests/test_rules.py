@@ -187,8 +187,10 @@ def test_sroie_rankings_strict_and_suggested(sroie):
         assert applied.rule_figures.strict[name].aligned == figures.strict[name].aligned
     assert applied.rule_figures.suggested is None
     sources = {row["type"]: row["source"] for row in applied.rules_table()}
-    assert sources == {"address": "suggested", "company": "suggested", "date": "suggested", "split": "user",
+    # split, in no prediction file, is set aside as metadata before any rule (SPEC 6.1)
+    assert sources == {"address": "suggested", "company": "suggested", "date": "suggested",
                        "total": "suggested"}
+    assert applied.set_aside == ["split"]
 
 
 # --- ignored fields, figure sets and the report, worked by hand ------------------------------------

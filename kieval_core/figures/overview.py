@@ -11,7 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..result import registry as metric_registry
-from ..result.results import EvaluationResult
+from ..result.results import EvaluationResult, OneSidedKey
 from ..result.tables import corrections_table, metric_table, reported_metrics
 from .style import KIND_COLORS, KIND_LABELS, LEGEND_ABOVE, base_layout
 from .text import plain
@@ -21,6 +21,17 @@ __all__ = [
 ]
 
 FP_FN_COLOR = "#7f7f7f"
+
+
+def set_aside_caption(key: OneSidedKey) -> str:
+    """The first screen's note on a ground-truth key no prediction file has (SPEC 6.1): which
+    key was set aside, and how to score it (plain text; the page escapes it).
+
+    >>> set_aside_caption(OneSidedKey("split", "ground truth", 347, record_level=True, set_aside=True))[:75]
+    "Not scored: 'split' (347 values in the ground truth, in no prediction file)"
+    """
+    return (f"Not scored: {key.key!r} ({key.values:,} values in the ground truth, in no prediction file) is "
+            "kept as metadata. Score it as a field every model misses with the button.")
 
 
 def best_models(result: EvaluationResult, table: pd.DataFrame) -> dict[str, str]:

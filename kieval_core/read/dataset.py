@@ -58,6 +58,10 @@ class Dataset:
     notes : tuple of str
         How the file was read (structure key found, keys left out of the scores), for the
         load report.
+    record_keys : frozenset of str
+        Record-level keys holding a scalar in some record that is its own structure (a JSONL
+        record without a structure key: ``split`` beside ``doc_id``); a ground-truth key of
+        these that no prediction file has is set aside as metadata (SPEC 6.1).
     """
 
     name: str
@@ -69,6 +73,7 @@ class Dataset:
     meta: pd.DataFrame | None = None
     format: str = ""
     notes: tuple[str, ...] = field(default=())
+    record_keys: frozenset[str] = field(default=frozenset())
 
     @property
     def n_entities(self) -> int:

@@ -276,6 +276,40 @@ class ModelResult:
 
 
 @dataclass(frozen=True)
+class OneSidedKey:
+    """A top-level key present on one side only: in the ground truth and in no prediction
+    file (set aside as metadata unless the user scores it), or in predictions and not in
+    the ground truth (scored as a wrong field)."""
+
+    key: str
+    side: str  # "ground truth" or "predictions"
+    values: int
+    record_level: bool = False  # beside the doc_id in a record that is its own structure
+    set_aside: bool = False  # a ground-truth key kept as metadata, not scored
+
+    @property
+    def message(self) -> str:
+        """The warning, with the command line's options."""
+        return self._said(f"--meta {self.key}", f"--score-key {self.key}")
+
+    @property
+    def python_message(self) -> str:
+        """The warning, with :func:`~kieval_core.evaluate`'s arguments."""
+        return self._said(f"load_options=LoadOptions(meta=({self.key!r},))", f"score_keys=[{self.key!r}]")
+
+    def _said(self, as_meta: str, as_field: str) -> str:
+        where = f"the key {self.key!r} is in the {self.side} ({self.values:,} values)"
+        if self.set_aside:
+            return (f"{where} but in no prediction file: it is set aside as metadata and not scored (as "
+                    f"{as_meta} does). To score it as a field every model misses: {as_field}")
+        if self.side == "ground truth":
+            return (f"{where} but in no prediction file: it is scored as a field every model misses. If it "
+                    f"is metadata, declare it with {as_meta}")
+        return (f"{where} but not in the ground truth: it is scored as a wrong field. If it is metadata, "
+                f"declare it with {as_meta}")
+
+
+@dataclass(frozen=True)
 class EvaluationResult:
     """The result of :func:`~kieval_core.evaluate`: one :class:`ModelResult` per prediction
     set, and how they were computed (the normaliser, the metric families)."""
@@ -289,6 +323,14 @@ class EvaluationResult:
     rules: FieldRules = FieldRules()
     #: Values left out of scoring by an ``ignore`` rule, per entity type (GT and predictions).
     ignored: Mapping[str, int] = field(default_factory=dict)
+    #: Top-level keys on one side only (SPEC 6.1), among them the ground-truth keys set aside.
+    one_sided: tuple[OneSidedKey, ...] = ()
+
+    @property
+    def set_aside(self) -> list[str]:
+        """The ground-truth keys no prediction file has, kept as metadata and not scored
+        (``evaluate(..., score_keys=[...])`` scores them)."""
+        return [k.key for k in self.one_sided if k.set_aside]
 
     @property
     def all_warnings(self) -> list[str]:

@@ -135,23 +135,33 @@ def option_name(comparator: str) -> str:
 
 
 def hint_lines(result: EvaluationResult, fields: int = 3) -> list[str]:
-    """Per model with format errors: the comparators to try for (at most) the ``fields``
-    fields with the most format errors, and what they would change: ``--compare date=date
-    would raise KIEval_Aligned from a to b`` (models without the engine's tables, a
-    distributed run, give none)."""
+    """Per model with format errors, or with a key on one side only still scored: the
+    options to try and what they would change: ``--compare date=date would raise
+    KIEval_Aligned from a to b``, the comparators for (at most) the ``fields`` fields with
+    the most format errors, led by ``--meta KEY`` when that key's corrections outnumber
+    what the comparators fix (models without the engine's tables, a distributed run, give
+    none)."""
     lines = []
     for name, model in result.models.items():
         if model.counted is None:
             continue
         suggestions = suggested_comparators(model, result.normalizer)
         suggestions = suggestions[suggestions["fixes"] > 0].head(fields)
-        if suggestions.empty:
+        meta_key, meta_fixes = _meta_fix(result, model)
+        leads = meta_fixes > int(suggestions["fixes"].sum())
+        if suggestions.empty and not leads:
             continue
         chosen = dict(zip(suggestions["entity_type"], suggestions["comparator"], strict=True))
-        after = rescored_aligned(result, name, chosen)
-        options = " ".join(f"--compare {t}={option_name(c)}" for t, c in chosen.items())
+        counts = counts_under(result, name, {**result.comparators, **chosen})
+        tp, error = counts["tp"], counts["substitution"] + counts["addition"] + counts["deletion"]
+        options = [f"--compare {t}={option_name(c)}" for t, c in chosen.items()]
+        if leads:
+            options.insert(0, f"--meta {meta_key}")
+            error -= meta_fixes
+        after = float(aligned_score(tp, error))
         verb = "raise" if after >= model.aligned else "change"
-        lines.append(f"{name}: {options} would {verb} KIEval_Aligned from {model.aligned:.4f} to {after:.4f}")
+        lines.append(f"{name}: {' '.join(options)} would {verb} KIEval_Aligned from {model.aligned:.4f} "
+                     f"to {after:.4f}")
     return lines
 
 
@@ -338,3 +348,15 @@ def rule_figures(result: EvaluationResult) -> RuleFigures:
                              for name in result.models})
     return RuleFigures(_ranked(strict), _ranked(own), suggested, suggestions, {},
                        active_comparators, suggested_comparators)
+
+
+def _meta_fix(result: EvaluationResult, model: ModelResult) -> tuple[str | None, int]:
+    """The record-level key on one side only and still scored (likely metadata) with the
+    most corrections in ``model`` (every one of them an addition or a deletion that
+    ``--meta`` removes), and how many; ``(None, 0)`` without one."""
+    keys = [k.key for k in result.one_sided if k.record_level and not k.set_aside]
+    if not keys:
+        return None, 0
+    corrections = model.by_entity_type.set_index("entity_type")["corrections"]
+    counts = corrections.reindex(keys, fill_value=0)
+    return (str(counts.idxmax()), int(counts.max())) if counts.max() > 0 else (None, 0)

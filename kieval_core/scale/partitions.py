@@ -142,7 +142,7 @@ def merge_partitions(parts: Sequence[PartitionResult], gt: DatasetSummary,
         models[name] = model_result(name, pred, tally, missing, unknown, meta=gt.meta,
                                     partition_error_list=merged)
     keys = {name: KeyCounts.merge([p.models[name].keys for p in parts]) for name in predictions}
-    gt_keys = KeyCounts.merge([p.gt_keys for p in parts])
+    gt_keys = KeyCounts.merge([p.gt_keys for p in parts])  # partitions score every key: none set aside
     return finish(gt, models, keys, normalizer, ("kieval",), gt_keys=gt_keys)
 
 

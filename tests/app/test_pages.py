@@ -290,14 +290,21 @@ def _jsonl(records) -> bytes:
     return "".join(json.dumps(r) + "\n" for r in records).encode()
 
 
-def test_a_one_sided_key_is_named_and_can_become_metadata():
+def test_a_ground_truth_key_no_prediction_has_is_set_aside_and_can_be_scored():
+    """SPEC 6.1: the first screen says which key was set aside and how to score it."""
     gt = _jsonl([{"doc_id": f"d{i}", "split": "test", "total": str(i)} for i in range(4)])
     pred = _jsonl([{"doc_id": f"d{i}", "total": str(i)} for i in range(4)])
     at = started()
     upload(at, "gt", ("gt.jsonl", gt))
     upload(at, "pred", ("model.jsonl", pred))
-    assert any("split" in unescape(w.value) and "metadata" in w.value for w in at.warning)
+    assert any("Not scored: 'split' (4 values in the ground truth" in unescape(c.value) for c in at.caption)
+    model = workspace(at).result.models["model"]
+    assert model.entity.f1 == 1.0 and workspace(at).result.set_aside == ["split"]
+    assert model.documents["split"].tolist() == ["test"] * 4
+    at.button(key="score_split").click().run()
+    assert at.session_state["opt_score_keys"] == ("split",)
     assert workspace(at).result.models["model"].entity.f1 < 1
+    assert any("split" in unescape(w.value) and "metadata" in w.value for w in at.warning)
     at.button(key="meta_split").click().run()
     assert at.session_state["opt_meta"] == "split"
     model = workspace(at).result.models["model"]

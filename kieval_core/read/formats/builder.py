@@ -158,6 +158,7 @@ class DatasetBuilder:
         self.meta: dict[str, dict[str, str]] = {}
         self.warnings: list[str] = []
         self.notes: list[str] = []
+        self.record_keys: set[str] = set()
         self.table: pd.DataFrame | None = None
         self.location_problems = LocationProblems()
         self._counts: list[int] = []  # entities of each committed document of the open chunk
@@ -251,6 +252,7 @@ class DatasetBuilder:
             meta=meta_frame(self.meta),
             format=self.format,
             notes=tuple(self.notes),
+            record_keys=frozenset(self.record_keys),
         )
 
     def _long_table(self) -> pd.DataFrame:

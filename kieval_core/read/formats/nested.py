@@ -402,6 +402,9 @@ class NestedReader:
         self._add(doc_id, where, structure, confidences, meta, source)
         if used is not None:
             self.structure_keys.add(used)
+        else:
+            self.builder.record_keys.update(k for k, v in structure.items()
+                                            if v is not None and not isinstance(v, (dict, list)))
         for k in skipped:
             if len(self.left_out) < _NOTE_KEYS:
                 self.left_out[k] = None
