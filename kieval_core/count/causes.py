@@ -228,6 +228,27 @@ def substitution_causes(gt_values: Sequence[str], pred_values: Sequence[str], ne
     return np.asarray(CAUSES, dtype=object)[codes]
 
 
+def format_note(gt_value: str, pred_value: str) -> str:
+    """How the two values of a ``format`` substitution are the same, in words (shown in
+    place of a character diff).
+
+    >>> format_note("07 MAR 2018", "2018-03-07"), format_note("ACME Sdn Bhd", "acme sdn bhd")
+    ('same date, other format', 'same text, other case')
+    >>> format_note("1,000.00", "1000"), format_note("L/RA 458", "lra458")
+    ('same number, other format', 'same text, other punctuation')
+    """
+    if gt_value.casefold() == pred_value.casefold():
+        return "same text, other case"
+    dates = date_readings([gt_value, pred_value])[:, :3]
+    if ((dates[0][:, None] >= 0) & (dates[0][:, None] == dates[1][None, :])).any():
+        return "same date, other format"
+    for comparator in ("number", "number:comma"):
+        forms, parsed = canonicalise(comparator, [gt_value, pred_value])
+        if parsed.all() and forms[0] == forms[1]:
+            return "same number, other format"
+    return "same text, other punctuation"
+
+
 def dense_codes(*columns: np.ndarray) -> np.ndarray:
     """One dense code per distinct row of the integer columns (first column primary).
 

@@ -71,3 +71,13 @@ def table_html(columns: list[str], rows: Iterable[tuple[list[str], str | None]])
         f'{CSS}<table class="kv-table"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
     )
 
+
+
+def format_only_html(gt: str, pred: str, note: str) -> tuple[str, str]:
+    """A format-only pair (SPEC 2c ``format``): both values as they are, and a note saying
+    how they are the same (``same date, other format``) instead of a character diff.
+
+    >>> format_only_html("01/02/2019", "2019-02-01", "same date, other format")[1]
+    '2019-02-01 <span class="kv-muted">(same date, other format)</span>'
+    """
+    return html.escape(gt), f'{html.escape(pred)} <span class="kv-muted">({html.escape(note)})</span>'

@@ -12,11 +12,12 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from kieval_core.count.alignment import document_alignment, document_view_tables, group_pairs
+from kieval_core.count.causes import format_note
 from kieval_core.read.page_images import Page, PageImages
 
 from ..result.results import ModelResult
 from ..result.tables import confidence_text
-from .diff import diff_html
+from .diff import diff_html, format_only_html
 from .document_view import document_figure
 from .style import LEGEND_ABOVE, STATUS_COLORS, base_layout
 from .text import field_html, plain
@@ -159,14 +160,18 @@ def pair_label(group_type: str, gt_group: int, pred_group: int) -> str:
 def alignment_rows(model: ModelResult, doc_id: str, table: pd.DataFrame | None = None
                    ) -> list[tuple[list[str], str]]:
     """The document's aligned entities as HTML table rows (pair, field, GT value,
-    predicted value with differences marked, confidence unless the model has none, status:
+    predicted value with differences marked, or for a format-only pair how the two are the
+    same, e.g. "same date, other format", confidence unless the model has none, status:
     :func:`value_columns`); ``table`` is its
     :func:`~kieval_core.count.alignment.document_alignment` when already known."""
     rows = []
     with_confidence = model.has_confidence
     table = document_alignment(model.detail(), doc_id) if table is None else table
     for row in table.itertuples(index=False):
-        if row.status == "substituted":
+        if row.status == "substituted" and row.cause == "format":
+            note = format_note(row.gt_value, row.pred_value)
+            gt, pred = format_only_html(row.gt_value, row.pred_value, note)
+        elif row.status == "substituted":
             gt, pred = diff_html(row.gt_value, row.pred_value)
         else:
             gt, pred = diff_html(row.gt_value, None)[0], diff_html(None, row.pred_value)[1]

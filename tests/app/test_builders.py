@@ -166,6 +166,23 @@ def test_substitutions_are_marked_character_by_character():
     assert gt == 'Pea<mark class="gt">r</mark>' and pred == "Pea"
 
 
+def test_a_format_only_pair_says_how_the_values_are_the_same():
+    """SPEC 2c ``format`` pairs read as "same date, other format" or "same text, other case"
+    in the Documents page's table, not as a character diff; other substitutions keep it."""
+    model = _one_doc({"date": "07 MAR 2018", "company": "ACME SDN BHD", "total": "9.00", "tax": "Pear"},
+                     {"date": "2018-03-07", "company": "Acme Sdn Bhd", "total": "9", "tax": "Pea"})
+    shown = {cells[1]: (cells[2], cells[3], cells[-1]) for cells, _ in documents.alignment_rows(model, "d")}
+    note = '<span class="kv-muted">(same date, other format)</span>'
+    assert shown["date"] == ("07 MAR 2018", f"2018-03-07 {note}", "substituted: format")
+    assert shown["company"][1] == 'Acme Sdn Bhd <span class="kv-muted">(same text, other case)</span>'
+    assert shown["total"][1] == '9 <span class="kv-muted">(same number, other format)</span>'
+    assert "<mark" not in "".join(shown["date"] + shown["company"] + shown["total"])
+    assert shown["tax"][0] == 'Pea<mark class="gt">r</mark>'  # a near miss: the characters that differ
+    attack = _one_doc({"a": "<b>X</b>"}, {"a": "<B>x</B>"})
+    cells = documents.alignment_rows(attack, "d")[0][0]
+    assert "<b>" not in cells[2] + cells[3] and "&lt;B&gt;x&lt;/B&gt;" in cells[3]
+
+
 # --- errors -------------------------------------------------------------------------------
 
 
