@@ -113,6 +113,56 @@ def test_long_table_csv_tsv_jsonl_parquet(tmp_path):
         assert ds.entities["confidence"].fillna(-1).tolist() == [0.9, -1, 1.0]
 
 
+def test_a_long_table_may_name_its_entity_column_entity_type(tmp_path):
+    """The tool's own exports call it entity_type; CSV and JSONL (detected) read it."""
+    (tmp_path / "t.csv").write_text("doc_id,entity_type,value,group\na,menu.nm,Tea,1\na,total,5,\n", "utf-8")
+    write_jsonl(tmp_path / "t.jsonl", [{"doc_id": "a", "entity_type": "menu.nm", "value": "Tea", "group": 1},
+                                       {"doc_id": "a", "entity_type": "total", "value": 5}])
+    for suffix in ("csv", "jsonl"):
+        ds = load(tmp_path / f"t.{suffix}")
+        assert ds.format == "table"
+        assert _rows(ds) == [("a", "", -1, "total", "5"), ("a", "menu", 0, "menu.nm", "Tea")], suffix
+    with pytest.raises(KievalInputError, match="both an entity and an entity_type column"):
+        load_bytes(b"doc_id,entity,entity_type,value\na,x,x,1\n", "both.csv")
+
+
+WIDE = "file,company,total,date\nX1,ACME,9.00,01/02/2019\nX2,,5,\n"
+
+
+def test_a_wide_table_is_one_row_per_document(tmp_path):
+    """One column per field, the document id from doc_id or a column named like one (here
+    file), else the first column when its values are distinct; empty cells are absent."""
+    expected = [("X1", "", -1, "company", "ACME"), ("X1", "", -1, "date", "01/02/2019"),
+                ("X1", "", -1, "total", "9.00"), ("X2", "", -1, "total", "5")]
+    (tmp_path / "w.csv").write_text(WIDE, "utf-8")
+    (tmp_path / "w.tsv").write_text(WIDE.replace(",", "\t"), "utf-8")
+    pd.read_csv(io.StringIO(WIDE), dtype=str).to_parquet(tmp_path / "w.parquet")
+    for suffix in ("csv", "tsv", "parquet"):
+        ds = load(tmp_path / f"w.{suffix}")
+        assert ds.doc_ids == ("X1", "X2") and _rows(ds) == expected, suffix
+        assert ds.entities["entity_type"].tolist() == ["company", "total", "date", "total"]  # row by row
+        assert any("wide table" in n and "'file'" in n for n in ds.notes)
+    first = load_bytes(b"receipt,total\nr1,5\nr2,6\n", "first.csv")
+    assert first.doc_ids == ("r1", "r2") and any("'receipt'" in n for n in first.notes)
+    meta = load_bytes(b"doc_id,split,total\nr1,test,5\n", "meta.csv", LoadOptions(meta=("split",)))
+    assert _rows(meta) == [("r1", "", -1, "total", "5")] and meta.meta["split"].tolist() == ["test"]
+    gt = tmp_path / "gt.jsonl"
+    write_jsonl(gt, [{"doc_id": "X1", "company": "ACME", "total": "9.00", "date": "01/02/2019"},
+                     {"doc_id": "X2", "total": "5"}])
+    assert evaluate(gt, {"w": tmp_path / "w.csv"}).models["w"].entity.f1 == 1.0
+
+
+@pytest.mark.parametrize(("data", "expected"), [
+    (b"receipt,total\nr1,5\nr1,6\n", "needs a document id column: name it doc_id (found: receipt, total)"),
+    (b"doc_id,total\nr1,5\nr1,6\n", "line 3: document 'r1' is on two rows"),
+    (b"doc_id,total\n,5\n", "line 2: empty document id"),
+])
+def test_a_wide_table_without_one_id_per_row_is_refused(data, expected):
+    with pytest.raises(KievalInputError) as info:
+        load_bytes(data, "w.csv")
+    assert expected in str(info.value)
+
+
 def test_a_table_jsonl_confidence_written_as_text_reads_as_the_csv_cell(tmp_path):
     """The CSV's cells as JSON strings ("" for no confidence), all text (Arrow's reader) or
     mixed with numbers and null (the row reader): the same entities as the CSV."""

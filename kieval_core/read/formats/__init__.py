@@ -165,7 +165,9 @@ class Sample:
 
     @property
     def long_table_record(self) -> bool:
-        return self.first is not None and set(self.first) >= TABLE_KEYS
+        """``doc_id, entity, value`` (``entity_type`` for ``entity``, as the tool's exports write it)."""
+        keys = None if self.first is None else {"entity" if k == "entity_type" else k for k in self.first}
+        return keys is not None and keys >= TABLE_KEYS
 
 
 def _nested(options: LoadOptions, builder: DatasetBuilder) -> NestedReader:

@@ -1,10 +1,12 @@
 """The long table (SPEC 6.2): one row per entity, as CSV, TSV, JSONL or Parquet.
 
-Columns ``doc_id, entity, value`` and optional ``group`` (empty = non-group),
-``group_type``, ``confidence`` and a location ``page, x0, y0, x1, y1`` (SPEC 6.7, never
-scored); declared metadata keys (``--meta``) may be columns too
-(one value per document). When a grouped row has no ``group_type``, the type is the
-entity type's first dotted component (``menu.nm`` -> ``menu``).
+Columns ``doc_id, entity`` (or ``entity_type``), ``value`` and optional ``group`` (empty =
+non-group), ``group_type``, ``confidence`` and a location ``page, x0, y0, x1, y1`` (SPEC
+6.7, never scored); declared metadata keys (``--meta``) may be columns too (one value per
+document). When a grouped row has no ``group_type``, the type is the entity type's first
+dotted component (``menu.nm`` -> ``menu``). A **wide table** (CSV, TSV or Parquet without
+entity and value columns) has one row per document and one column per field
+(:func:`wide_to_long`).
 
 CSV, TSV and Parquet are read and validated with Arrow compute kernels: no per-row
 Python. TSV is read without quote processing (a cell ``"5" x`` stays ``"5" x``). JSONL
@@ -63,10 +65,68 @@ def read_table(data: bytes, source: str, suffix: str, builder: DatasetBuilder,
     else:
         table, lines = _jsonl_table(data, source)
         where = "line"
+    if is_wide(table):
+        table, lines, id_column = wide_to_long(table, source, lines, where, meta_keys)
+        builder.note(f"wide table: one row per document, the document id from the column {id_column!r}, "
+                     "every other column a field")
     frame, doc_ids, first, meta = table_to_entities(table, source, lines=lines, where=where,
                                                     meta_keys=meta_keys, problems=builder.location_problems)
     builder.add_table(frame, doc_ids, first)
     builder.meta.update(meta)
+
+
+#: Columns taken for the document id of a wide table when none is named ``doc_id``, in this order.
+ID_COLUMNS = ("doc_id", "id", "document_id", "document", "doc", "file_name", "filename", "file", "image_id",
+              "image")
+
+
+def is_wide(table: pa.Table) -> bool:
+    """A wide table: one row per document, one column per field (two named columns or
+    more, no ``entity`` nor ``entity_type`` column, and no ``value`` column)."""
+    names = [str(c).strip().lower() for c in table.column_names]
+    return len(names) >= 2 and all(names) and not set(names) & {"entity", "entity_type", "value"}
+
+
+def wide_to_long(table: pa.Table, source: str, lines: np.ndarray, where: str, meta_keys: tuple[str, ...]
+                 ) -> tuple[pa.Table, np.ndarray, str]:
+    """A wide table as a long one (``doc_id, entity, value`` and the metadata columns), each
+    document's fields together in column order, with the line of every row; and the column
+    the document ids came from: ``doc_id`` or another of :data:`ID_COLUMNS`, else the first
+    column when its values are distinct and never blank. Empty cells are absent values."""
+    names = [str(c).strip() for c in table.column_names]
+    lowered = [c.lower() for c in names]
+    id_at = next((lowered.index(c) for c in ID_COLUMNS if c in lowered), None)
+    if id_at is None and names and _distinct_ids(table.column(0)):
+        id_at = 0
+    if id_at is None:
+        msg = (f"a wide table (one row per document, no entity and value columns) needs a document id "
+               f"column: name it doc_id (found: {', '.join(names) or 'none'})")
+        raise KievalInputError(source, "header", msg)
+    doc_id = _text(table, table.column_names[id_at])
+    blank = _blank(doc_id)
+    if blank.any():
+        raise KievalInputError(source, f"{where} {int(lines[int(np.argmax(blank))])}", "empty document id")
+    codes = pc.dictionary_encode(doc_id).combine_chunks().indices.to_numpy(zero_copy_only=False)
+    seen = np.zeros(len(codes), bool)
+    seen[np.unique(codes, return_index=True)[1]] = True
+    if not seen.all():
+        again = int(np.argmin(seen))
+        msg = f"document {doc_id[again].as_py()!r} is on two rows of a wide table (one row per document)"
+        raise KievalInputError(source, f"{where} {int(lines[again])}", msg)
+    kept_meta = [c for c in table.column_names if c.strip().lower() in meta_keys]
+    fields = [c for i, c in enumerate(table.column_names) if i != id_at and c not in kept_meta]
+    n = table.num_rows
+    parts = [pa.table({"doc_id": doc_id, "entity": pa.array([c.strip()] * n, pa.string()),
+                       "value": _text(table, c), **{k.strip().lower(): _text(table, k) for k in kept_meta}})
+             for c in fields]
+    order = np.argsort(np.tile(np.arange(n), len(fields)), kind="stable")
+    long = pa.concat_tables(parts).take(pa.array(order)) if parts else pa.table({"doc_id": doc_id})
+    return long, np.tile(lines, len(fields))[order], names[id_at]
+
+
+def _distinct_ids(column: pa.ChunkedArray) -> bool:
+    text = pc.fill_null(pc.cast(column, pa.string()), "")
+    return not _blank(text).any() and pc.count_distinct(text).as_py() == len(text)
 
 
 def parquet_footer(data: bytes, source: str) -> tuple[pq.ParquetFile, int, int]:
@@ -390,10 +450,17 @@ def table_to_entities(table: pa.Table | pd.DataFrame, source: str, *, lines: np.
 
 
 def _checked_header(table: pa.Table, source: str, meta_keys: tuple[str, ...]) -> pa.Table:
-    """The table with its column names stripped and lower-cased; a column named twice or a
+    """The table with its column names stripped and lower-cased (``entity_type`` read as
+    ``entity``); a column named twice or a
     required column missing is refused (a Kleister-style ``key=value`` line is named)."""
     written = [str(c).strip() for c in table.column_names]
-    table = table.rename_columns([c.lower() for c in written])
+    lowered = [c.lower() for c in written]
+    if "entity_type" in lowered:  # the tool's own name for it, in every export
+        if "entity" in lowered:
+            msg = "both an entity and an entity_type column: keep one (the entity type of each row)"
+            raise KievalInputError(source, "header", msg)
+        lowered = ["entity" if c == "entity_type" else c for c in lowered]
+    table = table.rename_columns(lowered)
     seen: set[str] = set()
     for column in table.column_names:
         if column in seen and column in (*REQUIRED, *OPTIONAL, *meta_keys):
