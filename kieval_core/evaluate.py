@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Mapping, Sequence
+from os import PathLike
 from pathlib import Path
 
 from .count.normalize import Normalizer
@@ -18,6 +19,7 @@ from .exceptions import KievalOptionError, UnscoredKeyWarning
 from .read.dataset import Dataset
 from .read.formats import LoadOptions
 from .read.load import load
+from .read.memory import load_object
 from .result.consensus import with_confidence_sources
 from .result.registry import resolve_families
 from .result.results import EvaluationResult, ModelResult
@@ -43,7 +45,9 @@ def _as_dataset(item: DatasetLike, options: LoadOptions, name: str | None = None
                 keep_structures: bool = False) -> Dataset:
     if isinstance(item, Dataset):
         return item
-    return load(item, options, name=name, keep_structures=keep_structures)
+    if isinstance(item, (str, PathLike)):
+        return load(item, options, name=name, keep_structures=keep_structures)
+    return load_object(item, options, name=name, keep_structures=keep_structures)
 
 
 def evaluate(
@@ -68,7 +72,11 @@ def evaluate(
     Parameters
     ----------
     gt, predictions
-        Datasets or paths (predictions: one, a list, or a ``{name: dataset}`` mapping).
+        Each input is a path (file or directory), a :class:`~kieval_core.Dataset`, a
+        ``{doc_id: document}`` dict, a list of records (dicts with a ``doc_id``: nested JSON
+        records or long-table rows) or a pandas DataFrame (a long or wide table), read as
+        the file with the same content. Predictions: one input, a list of inputs, or a
+        ``{name: input}`` mapping (a dict of predictions is always read as names to inputs).
     normalizer
         Value comparison (default: NFC + strip + collapse spaces).
     metrics

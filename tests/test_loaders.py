@@ -396,3 +396,42 @@ def test_parallel_lists_format(tmp_path, capsys):
     assert lists["items"]["recall"] == 1.0 and lists["items"]["f1"] == pytest.approx(0.75)
     assert main(["evaluate", "--gt", str(gt), "--pred", str(pred), "--format", "lists"]) == 2
     assert "related fields" in capsys.readouterr().err
+
+
+# --- inputs already in memory (evaluate's Python callers) -----------------------------------
+
+
+def test_evaluate_takes_dicts_records_and_dataframes_as_the_files_with_the_same_content(tmp_path):
+    docs = {"r1": {"company": "ACME", "total": 9.5, "menu": [{"nm": "Tea", "price": "2"}]},
+            "r2": {"company": "BETA", "total": "5"}}
+    menu = [{"nm": "Tea", "price": "2"}]
+    pred_records = [{"doc_id": "r1", "company": "ACME", "total": "9.50", "menu": menu},
+                    {"doc_id": "r2", "company": "BETA"}]
+    long_rows = [{"doc_id": "r1", "entity_type": "company", "value": "ACME"},
+                 {"doc_id": "r2", "entity_type": "total", "value": "5"}]
+    wide = pd.DataFrame({"doc_id": ["r1", "r2"], "company": ["ACME", None], "total": ["9.5", "5"]})
+    (tmp_path / "gt.json").write_text(json.dumps(docs), "utf-8")
+    write_jsonl(tmp_path / "p.jsonl", pred_records)
+    write_jsonl(tmp_path / "long.jsonl", long_rows)
+    wide.to_csv(tmp_path / "wide.csv", index=False)
+    in_memory = evaluate(docs, {"p": pred_records, "long": long_rows, "long_frame": pd.DataFrame(long_rows),
+                                "wide": wide})
+    files = evaluate(tmp_path / "gt.json", {"p": tmp_path / "p.jsonl", "long": tmp_path / "long.jsonl",
+                                            "long_frame": tmp_path / "long.jsonl",
+                                            "wide": tmp_path / "wide.csv"})
+    for name, model in files.models.items():
+        mine = in_memory.models[name]
+        assert (mine.entity, mine.corrections) == (model.entity, model.corrections)
+        assert mine.error_list.astype(str).equals(model.error_list.astype(str)), name
+    assert in_memory.models["p"].entity.tp == 4  # 9.5 keeps its JSON text: "9.50" is another value
+    single = evaluate(docs, pred_records)  # one prediction set given as its records
+    assert list(single.models) == ["in-memory records"]
+
+
+@pytest.mark.parametrize("bad", [42, {"m": 42}, b"x"])
+def test_evaluate_says_in_one_line_what_it_takes(bad, tmp_path):
+    with pytest.raises(TypeError) as info:
+        evaluate({"r1": {"total": "5"}}, bad)
+    message = str(info.value)
+    assert "\n" not in message and "a {doc_id: document} dict, a list of records" in message
+    assert "pandas DataFrame" in message

@@ -21,6 +21,7 @@ from ..exceptions import KievalOptionError, NoCommonDocuments
 from ..read.dataset import Dataset, DatasetSummary
 from ..read.doc_ids import id_mismatch
 from ..read.formats.builder import meta_frame
+from ..read.memory import TAKES, is_records
 from ..review.automation import ReviewModel
 from ..rules import FieldRules
 from .consensus import missing_confidence_warning
@@ -33,11 +34,15 @@ Progress = Callable[[int, int, str], None]
 
 
 def named_inputs(predictions) -> list[tuple[str | None, DatasetLike]]:
-    """Prediction sets as ``(name or None, dataset or path)``: one, a list, or a mapping."""
-    if isinstance(predictions, (Dataset, str, Path)):
+    """Prediction sets as ``(name or None, input)``: one input (a path, a dataset, a
+    DataFrame, a list of records), a list of inputs, or a ``{name: input}`` mapping."""
+    if isinstance(predictions, (Dataset, str, Path, pd.DataFrame)) or is_records(predictions):
         return [(None, predictions)]
     if isinstance(predictions, Mapping):
         return list(predictions.items())
+    if not isinstance(predictions, (list, tuple)):
+        msg = f"cannot read a {type(predictions).__name__} as predictions; evaluate() takes {TAKES}"
+        raise TypeError(msg)
     return [(None, p) for p in predictions]
 
 
