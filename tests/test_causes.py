@@ -151,6 +151,15 @@ def test_causes_of_the_issue(gt, pred, cause):
     assert substitution_causes([gt], [pred], date_orders=[0]).tolist() == [cause]
 
 
+def test_a_declared_date_order_silences_the_warning_of_a_gt_in_two_orders():
+    gt = dataset({"a": [("", "", "date", "25/12/2018")], "b": [("", "", "date", "12/25/2018")]}, "gt")
+    pred = dataset({"a": [("", "", "date", "2018-12-25")], "b": [("", "", "date", "x")]}, "m")
+    plain = evaluate(gt, {"m": pred})
+    assert len(plain.date_order_warnings) == 1 and "1 only dmy" in plain.date_order_warnings[0]
+    assert evaluate(gt, {"m": pred}, normalizer=Normalizer(comparators=(("date", "date:dmy"),))
+                    ).date_order_warnings == []
+
+
 def test_the_field_order_is_the_one_every_unambiguous_gt_date_reads_in():
     types = np.array([0, 0, 0, 1, 1, 2, 2, 3, 4])
     values = ["25/12/2018", "01/02/2019", "7 Mar 2018", "12/25/2018", "01/02/2019", "25/12/2018",
@@ -529,6 +538,10 @@ def test_every_sroie_substitution_cause_equals_the_spec_classifier(shared_data):
         assert subs["cause"].tolist() == expected
         seen |= set(expected)
     assert seen == {"format", "date_order", "near_miss", "other_value"}
+    (said,) = result.date_order_warnings  # the user is told why the ambiguous dates are date_order
+    assert said.startswith("date: the ground truth writes dates in more than one order (102 only dmy, "
+                           "such as '15/01/2019'; 1 only mdy, such as '4/22/2018')")
+    assert said in result.all_warnings
 
 
 def test_substitution_causes_on_pairs():

@@ -166,6 +166,24 @@ def field_date_orders(type_codes: np.ndarray, values: Sequence[str], n_types: in
     return np.select([allowed == 1, allowed == 2, allowed == 4], [0, 1, 2], -1)
 
 
+def single_order_dates(entity_types: Sequence[str], values: Sequence[str]) -> pd.DataFrame:
+    """Per entity type and date order: how many distinct values read as a date in that
+    order only, and the first of them (``entity_type, order, n, example``); the evidence
+    :func:`field_date_orders` weighs. A type listed under two orders has none.
+
+    >>> single_order_dates(["date"] * 3, ["25/12/2018", "4/22/2018", "01/02/2019"]).values.tolist()
+    [['date', 'dmy', 1, '25/12/2018'], ['date', 'mdy', 1, '4/22/2018']]
+    """
+    pairs = pd.DataFrame({"entity_type": np.asarray(entity_types, dtype=object),
+                          "value": np.asarray(values, dtype=object)}).drop_duplicates()
+    dates = date_readings(pairs["value"].to_numpy(object))
+    readable = dates[:, :3] >= 0
+    single = (dates[:, 3] >= 0) & (readable.sum(axis=1) == 1)
+    out = pairs[single].assign(order=np.asarray(DATE_ORDERS, dtype=object)[readable[single].argmax(axis=1)])
+    return (out.groupby(["entity_type", "order"], sort=True)
+            .agg(n=("value", "size"), example=("value", "first")).reset_index())
+
+
 # --- causes of substitutions ----------------------------------------------------------------
 
 

@@ -18,7 +18,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from ..count.causes import CAUSES_OF_KIND
+from ..count.causes import CAUSES_OF_KIND, single_order_dates
 from ..count.engine import KIND_OF_STATUS, Counted
 from ..count.normalize import Normalizer
 from ..count.peer_families import PeerFigures
@@ -342,7 +342,8 @@ class EvaluationResult:
             for warning in model.warnings:
                 by_text.setdefault(warning, []).append(model.name)
         merged = [f"{', '.join(names)}: {text}" for text, names in by_text.items()]
-        return [*self.gt.warnings, *merged, *self.warnings, *self.comparator_warnings]
+        return [*self.gt.warnings, *merged, *self.warnings, *self.comparator_warnings,
+                *self.date_order_warnings]
 
     @property
     def entity_types(self) -> list[str]:
@@ -402,6 +403,27 @@ class EvaluationResult:
         """``options.rules[]``: every field, its comparator, whether it is ignored, where that
         comes from, and (for a suggestion) why."""
         return self.rules.table({*self.entity_types, *self.ignored})
+
+    @cached_property
+    def date_order_warnings(self) -> list[str]:
+        """One warning per field without a declared date order whose ground-truth dates read
+        in different orders (SPEC 2c: its ambiguous date pairs are never ``format``)."""
+        gt = self.gt.entities
+        if gt.empty:
+            return []
+        declared = {t for t, c in self.comparators.items() if c.startswith("date:")}
+        evidence = single_order_dates(gt["entity_type"].astype(object), gt["value"].astype(object))
+        out = []
+        for etype, rows in evidence.groupby("entity_type", sort=True):
+            if len(rows) < 2 or etype in declared:
+                continue
+            said = "; ".join(f"{n:,} only {order}, such as {example!r}"
+                             for order, n, example in rows[["order", "n", "example"]].itertuples(index=False))
+            out.append(f"{etype}: the ground truth writes dates in more than one order ({said}), so a date "
+                       "that is the same day only in another order is counted as date_order, never format; "
+                       f"declare the order if you know it (--compare {etype}=date:dmy, date:mdy or date:ymd)")
+        return out
+
 
     def to_frame(self) -> pd.DataFrame:
         """Every model's per-document table, one after the other, with a ``model`` column first."""
