@@ -275,7 +275,8 @@ def _peer_work(store: Store, gt: Source, pred: Source, options: AppOptions) -> C
         try:
             gt_set = read_dataset(store, gt, options, "gt", waiting)
             pred_set = read_dataset(store, pred, options, "pred", waiting)
-            return peer_metrics(gt_set, pred_set, options.peer_families, options.peer_options, step)
+            return peer_metrics(gt_set, pred_set, options.peer_families, options.peer_options, step,
+                                options.normalizer)
         except TaskCancelled:
             raise
         except Exception as exc:  # kept as the outcome, shown once, never retried in a loop

@@ -187,7 +187,8 @@ def single_order_dates(entity_types: Sequence[str], values: Sequence[str]) -> pd
 # --- causes of substitutions ----------------------------------------------------------------
 
 
-def _folded(values: np.ndarray) -> list[str]:
+def folded(values: np.ndarray) -> list[str]:
+    """Values case-folded, white space collapsed: how a near miss is judged (SPEC 2c)."""
     return [" ".join(v.casefold().split()) for v in values]
 
 
@@ -232,8 +233,8 @@ def substitution_cause_codes(gt_values: Sequence[str], pred_values: Sequence[str
     causes[~is_format & crossed] = DATE_ORDER
     rest = np.flatnonzero(causes == OTHER_VALUE)
     if len(rest):
-        folded = np.asarray(_folded(distinct), dtype=object)
-        similarity = cpdist(list(folded[g[rest]]), list(folded[p[rest]]),
+        shown = np.asarray(folded(distinct), dtype=object)
+        similarity = cpdist(list(shown[g[rest]]), list(shown[p[rest]]),
                             scorer=Levenshtein.normalized_similarity, workers=1)
         causes[rest[np.asarray(similarity) >= near_miss]] = NEAR_MISS
     return causes

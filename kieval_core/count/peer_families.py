@@ -31,6 +31,7 @@ import pandas as pd
 
 from ..exceptions import KievalOptionError
 from ..read.dataset import Dataset
+from ..read.formats.builder import ALTERNATIVE_SET
 from .peer import anls_star_corpus, donut_field_f1, list_metrics, nted_corpus, oi_metrics, token_diagnostics
 
 
@@ -163,15 +164,31 @@ def _named_entities(gt: Dataset, pred: Dataset, doc_ids: Sequence[str]):
 def _anls(gt: Dataset, pred: Dataset, options: PeerOptions) -> PeerFigures:
     doc_ids = sorted(gt.doc_ids)
     pairs, suffix = _structure_pairs(gt, pred, doc_ids, options)
+    if ALTERNATIVE_SET in pred.entities and not suffix:  # alternatives belong to the ground truth
+        pairs = [(g, _as_written(p)) for g, p in pairs]
     result = anls_star_corpus(pairs)
     key = f"anls_star{suffix}"
     docs = pd.DataFrame({key: result.per_document}, index=pd.Index(doc_ids, name="doc_id"))
     return PeerFigures({key: result.mean if doc_ids else None}, docs)
 
 
+def _as_written(node: Any) -> Any:
+    """A structure with alternatives (tuples for ANLS*) written back as the file has them,
+    ``{"any_of": [...]}``: nTED and Donut's F1 know no alternatives and score the file as it is."""
+    if isinstance(node, tuple):
+        return {"any_of": list(node)}
+    if isinstance(node, dict):
+        return {k: _as_written(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_as_written(v) for v in node]
+    return node
+
+
 def _nted(gt: Dataset, pred: Dataset, options: PeerOptions) -> PeerFigures:
     doc_ids = sorted(gt.doc_ids)
     pairs, suffix = _structure_pairs(gt, pred, doc_ids, options)
+    if not suffix and (ALTERNATIVE_SET in gt.entities or ALTERNATIVE_SET in pred.entities):
+        pairs = [(_as_written(g), _as_written(p)) for g, p in pairs]
     result = nted_corpus(pairs)
     fields = donut_field_f1([g for g, _ in pairs], [p for _, p in pairs])
     key = f"nted{suffix}"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..count.alternatives import resolve_alternatives
 from ..count.engine import Counted, count
 from ..count.normalize import Normalizer
 from ..count.peer_families import PeerFigures, PeerOptions
@@ -90,7 +91,7 @@ def score_model(gt: Dataset, pred: Dataset, *, name: str, normalizer: Normalizer
     scored = score(gt, pred, normalizer)
     return model_result(name, pred, Tally.from_counted(scored.counted), scored.missing, scored.unknown,
                         meta=gt.meta, counted=scored.counted,
-                        peer=compute_peer(families, gt, scored.restricted, peer_options))
+                        peer=compute_peer(families, scored.gt, scored.restricted, peer_options))
 
 
 def model_result(name: str, pred: Dataset | DatasetSummary, tally: Tally, missing: tuple[str, ...],
@@ -114,6 +115,7 @@ class Scored:
 
     counted: Counted
     restricted: Dataset  # the predictions of GT documents only
+    gt: Dataset  # the ground truth as counted: each set of alternatives resolved against them
     missing: tuple[str, ...]  # GT documents without predictions, sorted
     unknown: tuple[str, ...]  # predicted documents absent from the GT, sorted
 
@@ -127,7 +129,8 @@ def score(gt: Dataset, pred: Dataset, normalizer: Normalizer) -> Scored:
     pred_ids = set(pred.doc_ids)
     missing = tuple(sorted(d for d in gt.doc_ids if d not in pred_ids))
     unknown = tuple(sorted(d for d in pred.doc_ids if d not in gt_ids))
-    return Scored(count(gt, restricted, normalizer), restricted, missing, unknown)
+    gt = resolve_alternatives(gt, restricted, normalizer)
+    return Scored(count(gt, restricted, normalizer), restricted, gt, missing, unknown)
 
 
 def restrict(gt: Dataset, pred: Dataset) -> Dataset:
@@ -142,12 +145,15 @@ def restrict(gt: Dataset, pred: Dataset) -> Dataset:
 
 
 def peer_metrics(gt: Dataset, pred: Dataset, families: Sequence[str], peer_options: PeerOptions,
-                 step: PeerStep | None = None) -> dict[str, PeerFigures]:
+                 step: PeerStep | None = None, normalizer: Normalizer = Normalizer()
+                 ) -> dict[str, PeerFigures]:
     """The peer-metric families of one prediction set, restricted to the GT documents, as
-    :func:`score_model` computes them; apart from the KIEval counts, so a caller can
-    compute them later (the app does, in the background; ``step`` reports each family and
-    may stop the work by raising)."""
-    return compute_peer(families, gt, restrict(gt, pred), peer_options, step)
+    :func:`score_model` computes them (alternatives resolved with ``normalizer``); apart
+    from the KIEval counts, so a caller can compute them later (the app does, in the
+    background; ``step`` reports each family and may stop the work by raising)."""
+    restricted = restrict(gt, pred)
+    return compute_peer(families, resolve_alternatives(gt, restricted, normalizer), restricted, peer_options,
+                        step)
 
 
 def model_warnings(loaded: Sequence[str], missing: Sequence[str], unknown: Sequence[str],

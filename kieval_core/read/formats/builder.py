@@ -30,6 +30,10 @@ from ...limits import LimitExceeded
 from ..dataset import ENTITY_COLUMNS, NON_GROUP, Dataset
 from ..locations import LOCATION_COLUMNS, Location, LocationProblems
 
+#: The entity column naming the GT leaf of alternative values (SPEC 2e): rows with the same
+#: id >= 0 are alternatives of one leaf, scored as one entity; -1 is a plain value. Present
+#: only in inputs that have alternatives.
+ALTERNATIVE_SET = "alternative_set"
 #: One entity as a reader yields it: (group_type, group_key, entity_type, value, confidence).
 Row = tuple[str, Any, str, str, float]
 #: Entities gathered in Python lists before they are packed into arrays.
@@ -78,6 +82,8 @@ class Columns:
         self.confidence: list[float] = []
         #: Locations by row of the chunk; most inputs have none, so they cost nothing.
         self.locations: dict[int, Location] = {}
+        #: Rows that are alternatives of one GT leaf (SPEC 2e): row -> the leaf's first row.
+        self.alternatives: dict[int, int] = {}
 
     def lists(self) -> tuple[list, ...]:
         return self.group_type, self.group_key, self.entity_type, self.value, self.confidence
@@ -91,6 +97,18 @@ class Columns:
             del column[length:]
         for row in [r for r in self.locations if r >= length]:
             del self.locations[row]
+        for row in [r for r in self.alternatives if r >= length]:
+            del self.alternatives[row]
+
+    def alternative_array(self, offset: int) -> np.ndarray | None:
+        """The chunk's :data:`ALTERNATIVE_SET` column (leaf ids made unique by ``offset``, the
+        rows before the chunk; -1 for a plain value), or None without alternatives."""
+        if not self.alternatives:
+            return None
+        out = np.full(len(self), -1, np.int64)
+        rows = np.fromiter(self.alternatives, np.int64, len(self.alternatives))
+        out[rows] = np.fromiter(self.alternatives.values(), np.int64, len(self.alternatives)) + offset
+        return out
 
     def location_array(self) -> np.ndarray | None:
         """The chunk's locations as an ``(n, 5)`` float array (NaN where none), or None."""
@@ -113,6 +131,7 @@ class _Chunk:
     value: pa.Array | np.ndarray
     confidence: np.ndarray
     location: np.ndarray | None
+    alternative: np.ndarray | None = None
 
 
 def _codes(values: list) -> tuple[np.ndarray, np.ndarray]:
@@ -224,6 +243,7 @@ class DatasetBuilder:
         rows limit as soon as a chunk passes it)."""
         first = len(self.where) - len(self._counts)
         columns = self.columns
+        offset = self._packed_rows
         self._packed_rows += len(columns)
         self._check_rows(self._packed_rows)
         self._chunks.append(_Chunk(
@@ -234,13 +254,14 @@ class DatasetBuilder:
             value=_text_array(columns.value),
             confidence=np.asarray(columns.confidence, np.float64),
             location=columns.location_array(),
+            alternative=columns.alternative_array(offset),
         ))
         self.columns = Columns()
         self._counts = []
 
     def build(self) -> Dataset:
         table = self._entity_table() if self.table is None else self._long_table()
-        located = [c for c in LOCATION_COLUMNS if c in table.columns]
+        located = [c for c in (*LOCATION_COLUMNS, ALTERNATIVE_SET) if c in table.columns]
         warning = self.location_problems.warning(self.source)
         return Dataset(
             name=self.name,
@@ -293,6 +314,10 @@ class DatasetBuilder:
             locations = dict(zip(LOCATION_COLUMNS, stacked.T, strict=True))
         else:
             locations = {}
+        if any(c.alternative is not None for c in chunks):
+            locations[ALTERNATIVE_SET] = np.concatenate([np.full(len(c.doc), -1, np.int64)
+                                                         if c.alternative is None else c.alternative
+                                                         for c in chunks])
         return pd.DataFrame({
             "doc_id": pd.Series(np.asarray(list(self.where), dtype=object)[doc], dtype=object),
             "group_type": pd.Series(gtypes[gtype], dtype=object),

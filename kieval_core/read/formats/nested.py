@@ -11,7 +11,9 @@ Mapping rules, from the root of one document's structure:
 * an object whose keys are ``value`` and any of ``confidence``, ``bbox``, ``box``,
   ``quad``, ``polygon``, ``page`` is a **scored leaf**, wherever it appears; its location
   (SPEC 6.7, :mod:`kieval_core.read.locations`) is kept beside the entity, never scored;
-* confidences may also come in a parallel object of the same shape (``field_confidence``).
+* confidences may also come in a parallel object of the same shape (``field_confidence``);
+* ``{"any_of": [...]}`` lists acceptable ground-truth values of one leaf (SPEC 2e): one
+  entity per value, marked as one leaf (:data:`.builder.ALTERNATIVE_SET`).
 
 Containers (where a document's structure sits) follow two rules:
 
@@ -76,6 +78,21 @@ def is_scored_leaf(node: Any) -> bool:
                  or _SCORED_LEAF_KEYS.issuperset(node)))
 
 
+def is_alternatives(node: Any) -> bool:
+    """True for ``{"any_of": [...]}``: several acceptable ground-truth values of one leaf
+    (SPEC 2e), a scored leaf, never a group.
+
+    >>> is_alternatives({"any_of": ["01/02/2019", "1 Feb 2019"]}), is_alternatives({"any_of": "x"})
+    (True, False)
+    """
+    return isinstance(node, dict) and len(node) == 1 and isinstance(node.get("any_of"), list)
+
+
+def is_leaf_object(node: Any) -> bool:
+    """An object that is one leaf, not a group: a scored leaf or alternatives."""
+    return is_scored_leaf(node) or is_alternatives(node)
+
+
 _NAN = math.nan
 
 
@@ -116,8 +133,22 @@ class _Flattener:
             raise self.fail(f"confidence of {entity_type!r} is {raw}, outside [0, 1]")
         return conf
 
+    def alternatives(self, node: dict, conf: Any, group_type: str, group: int, entity_type: str) -> None:
+        """``{"any_of": [...]}``: one entity per acceptable value, marked as one leaf."""
+        first = self.n_values()
+        for item in node["any_of"]:
+            if isinstance(item, (dict, list)):
+                raise self.fail(f"an alternative of {entity_type!r} is a {type(item).__name__}, not text")
+            self.leaf(item, conf, group_type, group, entity_type)
+        if self.n_values() - first > 1:
+            for row in range(first, self.n_values()):
+                self.columns.alternatives[row] = first
+
     def leaf(self, node: Any, conf: Any, group_type: str, group: int, entity_type: str) -> None:
         """A scalar or scored leaf (a scored leaf may hold a list of values)."""
+        if is_alternatives(node):
+            self.alternatives(node, conf, group_type, group, entity_type)
+            return
         if is_scored_leaf(node):
             if len(node) > 1 + ("confidence" in node):
                 self.located_leaf(node, conf, group_type, group, entity_type)
@@ -175,7 +206,7 @@ class _Flattener:
                 self.member(child, _child(conf, key), group_type, group, etype, depth)
 
     def member(self, child: Any, conf: Any, group_type: str, group: int, etype: str, depth: int) -> None:
-        if isinstance(child, dict) and not is_scored_leaf(child):
+        if isinstance(child, dict) and not is_leaf_object(child):
             self.members(child, conf, group_type, group, etype, depth + 1)
         elif isinstance(child, list):
             for i, item in enumerate(child):
@@ -190,12 +221,12 @@ class _Flattener:
         for key, child in structure.items():
             name = self.entity_type("", key)
             child_conf = _child(conf, key)
-            if isinstance(child, dict) and not is_scored_leaf(child):
+            if isinstance(child, dict) and not is_leaf_object(child):
                 self.group(child, child_conf, name)
             elif isinstance(child, list):
                 for i, item in enumerate(child):
                     item_conf = _child(child_conf, i)
-                    if isinstance(item, dict) and not is_scored_leaf(item):
+                    if isinstance(item, dict) and not is_leaf_object(item):
                         self.group(item, item_conf, name)
                     elif isinstance(item, list):
                         raise self.fail(f"{key!r} holds a list inside a list")
@@ -286,6 +317,8 @@ def plain_structure(node: Any) -> Any:
     """
     if is_scored_leaf(node):
         return reference_numbers(node["value"])
+    if is_alternatives(node):  # ANLS*'s own form of alternatives
+        return tuple(plain_structure(item) for item in node["any_of"])
     if isinstance(node, dict):
         return {key: plain_structure(child) for key, child in node.items()}
     if isinstance(node, list):

@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 from ...exceptions import KievalInputError
 from ...limits import Limits, load_cost
 from ..locations import LOCATION_COLUMNS, LocationProblems
-from .builder import DatasetBuilder
+from .builder import ALTERNATIVE_SET, DatasetBuilder
 from .jsontext import (
     JsonNumber,
     check_text,
@@ -43,7 +43,7 @@ from .jsontext import (
 from .kieval_csv import PY_BLANK
 
 REQUIRED = ("doc_id", "entity", "value")
-OPTIONAL = ("group", "group_type", "confidence", *LOCATION_COLUMNS)
+OPTIONAL = ("group", "group_type", "confidence", "alternative", *LOCATION_COLUMNS)
 DELIMITERS = {".csv": ",", ".tsv": "\t", ".tab": "\t"}
 #: A ``key=value`` token of a header-less line (Kleister's format), for a message naming it.
 KEY_VALUE = re.compile(r"[^=\s]+=\S*")
@@ -446,6 +446,9 @@ def table_to_entities(table: pa.Table | pd.DataFrame, source: str, *, lines: np.
                              LocationProblems() if problems is None else problems)
         for name, column in zip(LOCATION_COLUMNS, located[present].T, strict=True):
             frame[name] = column
+    if "alternative" in table.column_names:
+        flags = _flags(table, "alternative", source, lines, where)
+        frame[ALTERNATIVE_SET] = alternative_sets(frame, flags[present], source, lines[present], where)
     return frame, doc_ids, first, meta
 
 
@@ -478,6 +481,42 @@ def _checked_header(table: pa.Table, source: str, meta_keys: tuple[str, ...]) ->
             raise KievalInputError(source, "line 1", msg)
         raise KievalInputError(source, "header", msg)
     return table
+
+
+_TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no", "")
+
+
+def _flags(table: pa.Table, name: str, source: str, lines: np.ndarray, where: str) -> np.ndarray:
+    """A yes/no column (``true``/``false``, ``1``/``0``, ``yes``/``no``, blank = no)."""
+    text = pc.utf8_lower(pc.utf8_trim_whitespace(_text(table, name)))
+    yes = pc.is_in(text, pa.array(_TRUE)).to_numpy(zero_copy_only=False)
+    bad = ~yes & ~pc.is_in(text, pa.array(_FALSE)).to_numpy(zero_copy_only=False)
+    if bad.any():
+        row = int(np.argmax(bad))
+        msg = f"{name} is {text[row].as_py()!r}; write true or false"
+        raise KievalInputError(source, f"{where} {int(lines[row])}", msg)
+    return yes
+
+
+def alternative_sets(frame: pd.DataFrame, alternative: np.ndarray, source: str, lines: np.ndarray,
+                     where: str) -> np.ndarray:
+    """The :data:`ALTERNATIVE_SET` of long-table rows (SPEC 2e): a row with ``alternative``
+    true is another acceptable value of the closest row above it of the same document,
+    group and entity type; -1 for a value without alternatives.
+
+    >>> frame = pd.DataFrame({"doc_id": ["a"] * 4, "group_key": [""] * 4,
+    ...                       "entity_type": ["d", "d", "t", "d"]})
+    >>> alternative_sets(frame, np.array([False, True, False, False]), "x", np.arange(4), "line").tolist()
+    [0, 0, -1, -1]
+    """
+    key = frame.groupby(["doc_id", "group_key", "entity_type"], sort=False).ngroup().to_numpy(np.int64)
+    leaf = pd.Series(~alternative).groupby(key).cumsum().to_numpy(np.int64)
+    orphan = alternative & (leaf == 0)
+    if orphan.any():
+        msg = "an alternative value without a first value of its entity above it"
+        raise KievalInputError(source, f"{where} {int(lines[int(np.argmax(orphan))])}", msg)
+    codes = pd.factorize(key * (len(frame) + 1) + leaf)[0]
+    return np.where(np.bincount(codes)[codes] > 1, codes, -1).astype(np.int64)
 
 
 def _locations(table: pa.Table, doc_id: pa.ChunkedArray, entity: pa.ChunkedArray, lines: np.ndarray,
