@@ -345,14 +345,12 @@ def _evaluate(args: argparse.Namespace) -> int:
     from .count.normalize import Normalizer
     from .count.peer_families import PeerOptions
     from .evaluate import evaluate
-    from .output.render import decision_notes, document_target_line, render_report, rules_lines, summary_frame
+    from .output.render import render_report, summary_frame
     from .output.tracking import MlflowTarget
     from .read.formats import LoadOptions
-    from .result.suggest import hint_lines
     from .review.automation import Costs
     from .review.decisions import DecisionOptions
     from .rules import FieldRules
-    from .safe_text import for_terminal
 
     _batch_memory_pool()
     related = tuple(f.strip() for f in args.related_fields.split(",") if f.strip())
@@ -385,19 +383,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             progress.close()
             summary = _format_summary(summary_frame(result, report.figures))
         undefined = [str(w.message) for w in caught if issubclass(w.category, UndefinedMetricWarning)]
-        for warning in result.all_warnings:  # each may change a figure: said before the figures
-            _say(f"warning: {warning}")
-        print("\n".join(for_terminal(line) for line in summary.splitlines()))
-        for line in decision_notes(report.figures):
-            print(for_terminal(line))
-        if args.document_target is not None:  # its figures have no row of the table
-            print(for_terminal(document_target_line(report.figures)))
-        for line in rules_lines(result):
-            print(for_terminal(line))
-        for line in [] if args.no_hints else hint_lines(result):
-            print(for_terminal(f"try: {line}"))
-        for warning in dict.fromkeys(undefined):
-            _say(f"warning: {warning}")
+        _print_summary(args, result, report, summary, undefined)
         _write(args, result, report, json_out, csv_out, run)
         outputs.commit()
     if tracker is not None:
@@ -442,6 +428,28 @@ def _write(args: argparse.Namespace, result, report, json_out, csv_out, run) -> 
         run.write(result, report.text, _inputs(args.gt, args.pred), _options(args))
     if csv_out is not None:
         csv_text(all_error_lists(result), csv_out.path, args.csv_formulas)
+
+
+def _print_summary(args: argparse.Namespace, result, report, summary: str, undefined: list[str]) -> None:
+    """The warnings that may change a figure, then the figures, the notes and the hints;
+    the undefined scores last."""
+    from .output.render import decision_notes, document_target_line, rules_lines
+    from .result.suggest import hint_lines
+    from .safe_text import for_terminal
+
+    for warning in result.all_warnings:  # each may change a figure: said before the figures
+        _say(f"warning: {warning}")
+    print("\n".join(for_terminal(line) for line in summary.splitlines()))
+    for line in decision_notes(report.figures):
+        print(for_terminal(line))
+    if args.document_target is not None:  # its figures have no row of the table
+        print(for_terminal(document_target_line(report.figures)))
+    for line in rules_lines(result):
+        print(for_terminal(line))
+    for line in [] if args.no_hints else hint_lines(result):
+        print(for_terminal(f"try: {line}"))
+    for warning in dict.fromkeys(undefined):
+        _say(f"warning: {warning}")
 
 
 def _batch_memory_pool() -> None:
