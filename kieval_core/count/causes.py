@@ -110,6 +110,16 @@ def _numeric_readings(value: str) -> tuple[str | None, str | None, str | None] |
     return _iso(_year(c), int(b), int(a)), _iso(_year(c), int(a), int(b)), ymd
 
 
+def has_digit(values: Sequence[str]) -> np.ndarray:
+    """Which values hold a digit (vectorised).
+
+    >>> has_digit(["Tea", "1 Feb", ""]).tolist()
+    [False, True, False]
+    """
+    return pd.Series(np.asarray(values, dtype=object), dtype=object).str.contains(
+        r"\d", regex=True).fillna(False).to_numpy(bool)
+
+
 def date_readings(values: Sequence[str]) -> np.ndarray:
     """Integer codes of the dates each value names in each order of :data:`DATE_ORDERS`
     (one row per value; equal codes are equal dates, -1 where it does not read as a date),
@@ -122,10 +132,11 @@ def date_readings(values: Sequence[str]) -> np.ndarray:
     ([[0, 1, -1], [0, 0, 0], [2, -1, -1], [-1, -1, -1], [0, 0, 0]], [-1, 0, 2, -1, 0])
     """
     codes, distinct = pd.factorize(np.asarray(values, dtype=object))
-    dates = [_TIME_AFTER.sub("", v) for v in distinct]
-    readings = np.full((len(dates), 3), None, dtype=object)
+    readings = np.full((len(distinct), 3), None, dtype=object)
+    with_digits = np.flatnonzero(has_digit(distinct))  # a date has digits: most values are not read
+    dates = {i: _TIME_AFTER.sub("", distinct[i]) for i in with_digits}
     named = []
-    for i, value in enumerate(dates):
+    for i, value in dates.items():
         numeric = _numeric_readings(value)
         if numeric is None:
             named.append(i)
@@ -156,8 +167,8 @@ def field_date_orders(type_codes: np.ndarray, values: Sequence[str], n_types: in
     """
     type_codes = np.asarray(type_codes, np.int64)
     value_codes, distinct = pd.factorize(np.asarray(values, dtype=object))
-    pairs = np.unique(np.column_stack([type_codes, value_codes]), axis=0) if len(type_codes) else \
-        np.zeros((0, 2), np.int64)
+    packed = np.unique(type_codes * max(len(distinct), 1) + value_codes)
+    pairs = np.column_stack([packed // max(len(distinct), 1), packed % max(len(distinct), 1)])
     readings = date_readings(distinct)[pairs[:, 1]]
     deciding = readings[:, 3] >= 0
     masks = ((readings[deciding, :3] >= 0) * np.array([1, 2, 4])).sum(axis=1)

@@ -44,6 +44,7 @@ from .causes import (
     MISPLACED,
     MISSED,
     field_date_orders,
+    has_digit,
     held_elsewhere,
     substitution_cause_codes,
 )
@@ -701,7 +702,10 @@ def label_causes(g: Side, p: Side, lg: Labels, lp: Labels, pairs: pd.DataFrame, 
     sub = np.flatnonzero(lp.status == Status.SUBSTITUTED)
     if len(sub):
         partner = lp.substitutes[sub]
-        order = date_orders(g, p.etype[sub], vocab, normalizer)[p.etype[sub]] + 1
+        used, pair_codes = np.unique(np.concatenate([g.norm[partner], p.norm[sub]]), return_inverse=True)
+        digits = has_digit(vocab.normalised[used])[pair_codes]  # a date order matters to pairs of dates only
+        dated = digits[: len(sub)] & digits[len(sub):]
+        order = date_orders(g, p.etype[sub][dated], vocab, normalizer)[p.etype[sub]] + 1
         n_norm = max(len(vocab.normalised), 1)
         key = (order * n_norm + g.norm[partner]) * n_norm + p.norm[sub]
         distinct, inverse = np.unique(key, return_inverse=True)
