@@ -26,8 +26,6 @@ function here works on distinct values or pairs, once each, and on integer codes
 
 from __future__ import annotations
 
-import datetime
-import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -35,7 +33,7 @@ import pandas as pd
 from rapidfuzz.distance import Levenshtein
 from rapidfuzz.process import cpdist
 
-from .comparators import FORMAT_COMPARATORS, canonicalise
+from .comparators import FORMAT_COMPARATORS, canonicalise, date_order, date_readings
 
 #: Every cause, in the order of the ``cause`` categorical.
 CAUSES = ("format", "date_order", "near_miss", "other_value", "misplaced", "hallucinated", "missed")
@@ -76,40 +74,6 @@ def fixing_comparators(gt_values: Sequence[str], pred_values: Sequence[str]) -> 
 
 # --- dates read in each order -------------------------------------------------------------
 
-_TIME_AFTER = re.compile(r"[ T]+\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:\s*[AaPp]\.?[Mm]\.?)?$")
-_NUMERIC_DATE = re.compile(r"^(\d{1,4})([./\- ])(\d{1,2})\2(\d{1,4})$")
-
-
-def _year(text: str) -> int:
-    """A year as written; two digits are 2000-2069 and 1970-1999, as the comparators read them."""
-    year = int(text)
-    return year if len(text) == 4 else 2000 + year if year < 70 else 1900 + year
-
-
-def _iso(year: int, month: int, day: int) -> str | None:
-    try:
-        return datetime.date(year, month, day).isoformat()
-    except ValueError:
-        return None
-
-
-def _numeric_readings(value: str) -> tuple[str | None, str | None, str | None] | None:
-    """The date a numeric ``value`` names read day-month-year, month-day-year and
-    year-month-day (ISO text, None where it does not read so); None when it is not a
-    numeric date. A four-digit first part is year-month-day in every order."""
-    m = _NUMERIC_DATE.match(value)
-    if m is None:
-        return None
-    a, b, c = m[1], m[3], m[4]
-    if len(a) == 4:
-        iso = _iso(int(a), int(b), int(c)) if len(c) <= 2 else None
-        return iso, iso, iso
-    if len(a) == 3 or len(c) not in (2, 4):
-        return None, None, None
-    ymd = _iso(_year(a), int(b), int(c)) if len(a) == 2 and len(c) == 2 else None
-    return _iso(_year(c), int(b), int(a)), _iso(_year(c), int(a), int(b)), ymd
-
-
 def has_digit(values: Sequence[str]) -> np.ndarray:
     """Which values hold a digit (vectorised).
 
@@ -120,33 +84,22 @@ def has_digit(values: Sequence[str]) -> np.ndarray:
         r"\d", regex=True).fillna(False).to_numpy(bool)
 
 
-def date_readings(values: Sequence[str]) -> np.ndarray:
+def date_codes(values: Sequence[str]) -> np.ndarray:
     """Integer codes of the dates each value names in each order of :data:`DATE_ORDERS`
-    (one row per value; equal codes are equal dates, -1 where it does not read as a date),
-    and per value the code of the one date it names in every order it reads in (-1 when
-    none or several). A time after the date is left out; a date with a month name reads as
-    the ``date`` comparators read it in each order. Each distinct value is read once.
+    (read strictly by :func:`~kieval_core.count.comparators.date_readings`: a time after the
+    date left out, month names and four-digit years first the same in every order; one row
+    per value, equal codes are equal dates, -1 where it does not read as a date), and per
+    value the code of the one date it names in every order it reads in (-1 when none or
+    several). Only values with a digit are read, each distinct value once.
 
-    >>> codes = date_readings(["01/02/2019", "2019-02-01", "25/12/2018 9:30 PM", "x", "1 Feb 2019 18:22"])
+    >>> codes = date_codes(["01/02/2019", "2019-02-01", "25/12/2018 9:30 PM", "x", "1 Feb 2019 18:22"])
     >>> codes[:, :3].tolist(), codes[:, 3].tolist()
     ([[0, 1, -1], [0, 0, 0], [2, -1, -1], [-1, -1, -1], [0, 0, 0]], [-1, 0, 2, -1, 0])
     """
     codes, distinct = pd.factorize(np.asarray(values, dtype=object))
     readings = np.full((len(distinct), 3), None, dtype=object)
-    with_digits = np.flatnonzero(has_digit(distinct))  # a date has digits: most values are not read
-    dates = {i: _TIME_AFTER.sub("", distinct[i]) for i in with_digits}
-    named = []
-    for i, value in dates.items():
-        numeric = _numeric_readings(value)
-        if numeric is None:
-            named.append(i)
-        else:
-            readings[i] = numeric
-    if named:
-        texts = [dates[i] for i in named]
-        for j, order in enumerate(DATE_ORDERS):
-            forms, parsed = canonicalise(f"date:{order}", texts)
-            readings[named, j] = np.where(parsed, forms, None)
+    with_digits = has_digit(distinct)  # a date has digits: most values are not read
+    readings[with_digits] = date_readings(np.asarray(distinct, dtype=object)[with_digits])
     date_codes = pd.factorize(readings.ravel())[0].reshape(readings.shape)  # None -> -1
     first = date_codes.max(axis=1)
     same = ((date_codes == first[:, None]) | (date_codes < 0)).all(axis=1)
@@ -154,48 +107,25 @@ def date_readings(values: Sequence[str]) -> np.ndarray:
     return np.column_stack([date_codes, one_date])[codes]
 
 
-def field_date_orders(type_codes: np.ndarray, values: Sequence[str], n_types: int) -> np.ndarray:
-    """The date order each entity type's ground truth uses (an index into
-    :data:`DATE_ORDERS`, or -1 when contradicted or undecided): the one order under which
-    every value naming one date (in every order it reads in) reads as a date.
+def field_date_orders(entity_types: Sequence[str], values: Sequence[str], wanted: Sequence[str]
+                      ) -> dict[str, int]:
+    """The date order each of the ``wanted`` entity types' ground truth uses (an index into
+    :data:`DATE_ORDERS`; -1 when contradicted or undecided), by
+    :func:`~kieval_core.count.comparators.date_order`: the one order under which every
+    unambiguous value reads as a date. ``entity_types`` and ``values`` are the GT's entities.
 
-    ``type_codes`` and ``values`` are the GT's entities (each distinct pair is read once).
-
-    >>> field_date_orders(np.array([0, 0, 1, 2, 2]),
-    ...                   ["25/12/2018", "01/02/2019", "2019-02-01", "12/25/2018", "25/12/2018"], 3).tolist()
-    [0, -1, -1]
+    >>> field_date_orders(["d", "d", "e", "f", "f"], ["25/12/2018", "01/02/2019", "2019-02-01",
+    ...                   "12/25/2018", "25/12/2018"], ["d", "e", "f"])
+    {'d': 0, 'e': -1, 'f': -1}
     """
-    type_codes = np.asarray(type_codes, np.int64)
-    value_codes, distinct = pd.factorize(np.asarray(values, dtype=object))
-    packed = np.unique(type_codes * max(len(distinct), 1) + value_codes)
-    pairs = np.column_stack([packed // max(len(distinct), 1), packed % max(len(distinct), 1)])
-    readings = date_readings(distinct)[pairs[:, 1]]
-    deciding = readings[:, 3] >= 0
-    masks = ((readings[deciding, :3] >= 0) * np.array([1, 2, 4])).sum(axis=1)
-    allowed = np.full(n_types, 7, np.int64)
-    np.bitwise_and.at(allowed, pairs[deciding, 0], masks)
-    return np.select([allowed == 1, allowed == 2, allowed == 4], [0, 1, 2], -1)
-
-
-def single_order_dates(entity_types: Sequence[str], values: Sequence[str]) -> pd.DataFrame:
-    """Per entity type and date order: how many distinct values read as a date in that
-    order only, and the first of them (``entity_type, order, n, example``); the evidence
-    :func:`field_date_orders` weighs. A type listed under two orders has none.
-
-    >>> single_order_dates(["date"] * 3, ["25/12/2018", "4/22/2018", "01/02/2019"]).values.tolist()
-    [['date', 'dmy', 1, '25/12/2018'], ['date', 'mdy', 1, '4/22/2018']]
-    """
-    pairs = pd.DataFrame({"entity_type": np.asarray(entity_types, dtype=object),
-                          "value": np.asarray(values, dtype=object)}).drop_duplicates()
-    dates = date_readings(pairs["value"].to_numpy(object))
-    readable = dates[:, :3] >= 0
-    single = (dates[:, 3] >= 0) & (readable.sum(axis=1) == 1)
-    out = pairs[single].assign(order=np.asarray(DATE_ORDERS, dtype=object)[readable[single].argmax(axis=1)])
-    return (out.groupby(["entity_type", "order"], sort=True)
-            .agg(n=("value", "size"), example=("value", "first")).reset_index())
-
-
-# --- causes of substitutions ----------------------------------------------------------------
+    frame = pd.DataFrame({"type": np.asarray(entity_types, dtype=object),
+                          "value": np.asarray(values, dtype=object)})
+    frame = frame[frame["type"].isin(list(wanted)).to_numpy()]
+    orders = {t: -1 for t in wanted}
+    for entity_type, rows in frame.groupby("type", sort=True):  # one call per field, not per value
+        order = date_order(rows["value"].to_numpy(object)).order
+        orders[entity_type] = -1 if order is None else DATE_ORDERS.index(order.removeprefix("date:"))
+    return orders
 
 
 def folded(values: np.ndarray) -> list[str]:
@@ -205,7 +135,7 @@ def folded(values: np.ndarray) -> list[str]:
 
 def _date_pairs(dates: np.ndarray, g: np.ndarray, p: np.ndarray, orders: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per pair (value indexes ``g``, ``p`` into the rows of :func:`date_readings` ``dates``,
+    """Per pair (value indexes ``g``, ``p`` into the rows of :func:`date_codes` ``dates``,
     the field's order): whether both name the same date (in the field's order, or in
     whichever order both are read), and whether they do in some pair of orders."""
     # unreadable in an order: its one date (if any)
@@ -238,7 +168,7 @@ def substitution_cause_codes(gt_values: Sequence[str], pred_values: Sequence[str
     for comparator in _FORMAT_BY_FORM:
         form_codes = pd.factorize(canonicalise(comparator, distinct)[0])[0]
         is_format |= form_codes[g] == form_codes[p]
-    same_date, crossed = _date_pairs(date_readings(distinct), g, p, orders)
+    same_date, crossed = _date_pairs(date_codes(distinct), g, p, orders)
     is_format |= same_date
     causes[is_format] = FORMAT
     causes[~is_format & crossed] = DATE_ORDER
@@ -269,7 +199,7 @@ def format_note(gt_value: str, pred_value: str) -> str:
     """
     if gt_value.casefold() == pred_value.casefold():
         return "same text, other case"
-    dates = date_readings([gt_value, pred_value])[:, :3]
+    dates = date_codes([gt_value, pred_value])[:, :3]
     if ((dates[0][:, None] >= 0) & (dates[0][:, None] == dates[1][None, :])).any():
         return "same date, other format"
     for comparator in ("number", "number:comma"):

@@ -677,13 +677,15 @@ def date_orders(g: Side, etypes: np.ndarray, vocab: Vocabulary, normalizer: Norm
     :data:`~kieval_core.count.causes.DATE_ORDERS`, -1 for none), the declared ``date:*``
     comparator's, else the one its GT values use across the dataset; read for the types
     ``etypes`` only."""
-    wanted = np.zeros(len(vocab.etypes), bool)
-    wanted[etypes] = True
-    rows = wanted[g.etype]
-    orders = field_date_orders(g.etype[rows], vocab.normalised[g.norm[rows]], len(vocab.etypes))
-    for etype, comparator in normalizer.comparator_of(vocab.etypes[np.flatnonzero(wanted)]).items():
-        if comparator.startswith("date:"):
-            orders[vocab.etypes.get_loc(etype)] = DATE_ORDERS.index(comparator.removeprefix("date:"))
+    wanted = np.unique(etypes)
+    names = list(vocab.etypes[wanted])
+    rows = np.isin(g.etype, wanted)
+    found = field_date_orders(vocab.etypes[g.etype[rows]], vocab.normalised[g.norm[rows]], names)
+    declared = normalizer.comparator_of(names)
+    found.update({etype: DATE_ORDERS.index(comparator.removeprefix("date:"))
+                  for etype, comparator in declared.items() if comparator.startswith("date:")})
+    orders = np.full(len(vocab.etypes), -1, np.int64)
+    orders[wanted] = [found[name] for name in names]
     return orders
 
 

@@ -18,7 +18,8 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from ..count.causes import CAUSES_OF_KIND, single_order_dates
+from ..count.causes import CAUSES_OF_KIND
+from ..count.comparators import date_order
 from ..count.engine import KIND_OF_STATUS, Counted
 from ..count.normalize import Normalizer
 from ..count.peer_families import PeerFigures
@@ -406,24 +407,23 @@ class EvaluationResult:
 
     @cached_property
     def date_order_warnings(self) -> list[str]:
-        """One warning per field without a declared date order whose ground-truth dates read
-        in different orders (SPEC 2c: its ambiguous date pairs are never ``format``)."""
+        """One warning per field whose ground truth does not settle a date order (SPEC 2c:
+        its ambiguous date pairs are never ``format``) when some model has ``date_order``
+        substitutions there."""
         gt = self.gt.entities
-        if gt.empty:
-            return []
-        declared = {t for t, c in self.comparators.items() if c.startswith("date:")}
-        evidence = single_order_dates(gt["entity_type"].astype(object), gt["value"].astype(object))
+        counted = [m.by_entity_type.set_index("entity_type") for m in self.models.values()]
+        affected = sorted({str(t) for table in counted if "substitution_date_order" in table
+                           for t in table.index[table["substitution_date_order"].to_numpy() > 0]})
         out = []
-        for etype, rows in evidence.groupby("entity_type", sort=True):
-            if len(rows) < 2 or etype in declared:
+        for etype in affected:
+            values = gt.loc[(gt["entity_type"] == etype).to_numpy(), "value"].to_numpy(object)
+            order = date_order(values)
+            if order.order is not None or self.comparators.get(etype, "").startswith("date:"):
                 continue
-            said = "; ".join(f"{n:,} only {order}, such as {example!r}"
-                             for order, n, example in rows[["order", "n", "example"]].itertuples(index=False))
-            out.append(f"{etype}: the ground truth writes dates in more than one order ({said}), so a date "
+            out.append(f"{etype}: the ground truth does not settle a date order ({order.why}), so a date "
                        "that is the same day only in another order is counted as date_order, never format; "
                        f"declare the order if you know it (--compare {etype}=date:dmy, date:mdy or date:ymd)")
         return out
-
 
     def to_frame(self) -> pd.DataFrame:
         """Every model's per-document table, one after the other, with a ``model`` column first."""
