@@ -199,7 +199,7 @@ def with_rule_figures(report: dict, result: EvaluationResult, name: str) -> dict
         out[key] = value
         if key == "kieval":
             value["rank"] = figures.active[name].rank
-            out["kieval_strict"] = figures.strict[name].report()
+            out["kieval_strict"] = figures.strict[name].report() if name in figures.strict else None
             if figures.suggested is not None:
                 out["kieval_suggested"] = figures.suggested[name].report()
     return out
@@ -311,7 +311,7 @@ def ranked_rows(figures, name: str) -> dict[str, str]:
     def text(figure) -> str:
         return f"{figure.aligned:.4f} (#{figure.rank})"
 
-    rows = {"KIEval_Aligned strict (rank)": text(figures.strict[name])}
+    rows = {"KIEval_Aligned strict (rank)": text(figures.strict[name]) if name in figures.strict else "n/a"}
     if figures.active_comparators:
         rows["KIEval_Aligned by the rules (rank)"] = text(figures.active[name])
     if figures.suggested is not None:

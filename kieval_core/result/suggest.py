@@ -317,7 +317,7 @@ class RuleFigures:
         other, label, comparators = ((self.suggested, "the suggested rules", self.suggested_comparators)
                                      if self.suggested is not None else
                                      (self.active, "the rules in force", self.active_comparators))
-        if ranking(other) == ranking(self.strict):
+        if not self.strict or ranking(other) == ranking(self.strict):
             return None
         named = ", ".join(f"{t} as {c}" for t, c in comparators.items()
                           if self.strict_comparators.get(t) != c)
@@ -352,7 +352,9 @@ def rule_figures(result: EvaluationResult) -> RuleFigures:
     active_comparators = result.comparators
     own = {name: {k: int(m.tally.totals[k]) for k in _COUNT_KEYS} for name, m in result.models.items()}
     recountable = all(m.counted is not None for m in result.models.values())
-    strict = own if not active_comparators or not recountable else {
+    # without the engine's tables (a distributed run) the strict figures of a run with
+    # comparators cannot be counted here: none, rather than the active ones under its name
+    strict = own if not active_comparators else {} if not recountable else {
         name: counts_under(result, name, {}) for name in result.models}
     suggestions = suggested_rules(result) if recountable else FieldRules()
     suggested_comparators = {**active_comparators, **suggestions.comparators(result.entity_types)}

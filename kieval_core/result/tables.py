@@ -47,7 +47,7 @@ def rankings_table(result: EvaluationResult) -> pd.DataFrame:
     active) and under the suggested rules (when they differ from the active ones); rows in
     the order of the last of these rankings."""
     figures = result.rule_figures
-    sets = {"strict": figures.strict}
+    sets = {"strict": figures.strict} if figures.strict else {}  # none without the engine's tables
     if figures.active_comparators:
         sets["by the rules in force"] = figures.active
     if figures.suggested is not None:
