@@ -14,6 +14,7 @@ import resource
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,9 @@ from kieval_core.count.alignment import DIFF_CHARS, differences
 from kieval_core.count.causes import substitution_causes
 from kieval_core.count.comparators import PARSED_CHARS, canonicalise
 from kieval_core.count.similarity import near_misses, similarity_bound
+from kieval_core.limits import BYTES_PER_ENTITY, LimitExceeded, Limits
+from kieval_core.read.formats import LoadOptions, load_bytes, load_estimate
+from kieval_core.read.load import load
 
 from .commands import kieval_command
 
@@ -126,10 +130,58 @@ def test_the_cli_on_long_values_ends_within_30_s(tmp_path, compare):
         "n10": (dates, {"date": dates["date"][:-5] + "x"}),
     }
     for name, (gt, pred) in cases.items():
-        done, seconds = run_bounded(["evaluate", "--gt", str(_write(tmp_path / f"{name}_gt.jsonl", "gt_parse", gt)),
-                                     "--pred", str(_write(tmp_path / f"{name}_pred.jsonl", "prediction", pred)),
-                                     "--json", str(tmp_path / f"{name}.json"),
-                                     *compare])
+        files = ["--gt", str(_write(tmp_path / f"{name}_gt.jsonl", "gt_parse", gt)),
+                 "--pred", str(_write(tmp_path / f"{name}_pred.jsonl", "prediction", pred)), *compare]
+        done, seconds = run_bounded(["evaluate", *files])  # the default limits: refused by name
+        assert done.returncode == 2 and "above the limit of 100,000 characters" in done.stderr, done.stderr
+        done, seconds = run_bounded(["evaluate", *files, "--max-value-chars", "1000000",
+                                     "--json", str(tmp_path / f"{name}.json")])  # raised: scored
         assert done.returncode == 0, done.stderr
         assert "MemoryError" not in done.stderr
         assert seconds < 30, (name, seconds)
+
+
+# --- the cost of scoring an input, from a scan before the work (N8, N7) ---------------------
+
+
+def _menu(path: Path, key: str, lines: int) -> Path:
+    menu = [{"nm": {"value": f"ITEM {i % 97}"}, "cnt": {"value": str(1 + i % 3)},
+             "price": {"value": f"{(i * 37) % 100},000"}} for i in range(lines)]
+    path.write_text(json.dumps({"doc_id": "big", key: {"menu": menu}}) + "\n")
+    return path
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="address-space limit")
+@pytest.mark.parametrize("lines", [5_000, 25_000])
+def test_a_document_too_large_to_match_is_refused_by_name_before_matching(tmp_path, lines):
+    gt = _menu(tmp_path / "gt.jsonl", "gt_parse", lines)
+    pred = _menu(tmp_path / "pred.jsonl", "prediction", lines)
+    done, seconds = run_bounded(["evaluate", "--gt", str(gt), "--pred", str(pred)])
+    assert done.returncode == 2, done.stderr
+    assert "MemoryError" not in done.stderr and "out of memory" not in done.stderr
+    assert (f"gt.jsonl, document 'big': {lines:,} groups of type 'menu' (matching them costs their number "
+            "squared) is above the limit of 2,000 groups (raise it with --max-groups-per-doc or "
+            "KIEVAL_MAX_GROUPS_PER_DOC)") in done.stderr
+    assert seconds < 30  # before: 28 s and 3.9 GiB at 5,000 lines, out of memory at 25,000
+
+
+def test_a_long_value_is_refused_by_name(tmp_path):
+    gt = _write(tmp_path / "gt.jsonl", "gt_parse", {"a": "x", "b": "y" * 100_001})
+    with pytest.raises(LimitExceeded) as info:
+        load(gt, LoadOptions())
+    assert str(info.value) == (f"{gt}, document 'd1': 100,001 characters in a value of 'b' is above the "
+                               "limit of 100,000 characters (raise it with --max-value-chars or "
+                               "KIEVAL_MAX_VALUE_CHARS)")
+    app = Limits.defaults("app")
+    assert (app.value_chars, app.groups_per_doc) == (10_000, 1_000)
+    with pytest.raises(LimitExceeded, match="10,001 characters"):
+        load_bytes((tmp_path / "gt.jsonl").read_bytes().replace(b"y" * 100_001, b"y" * 10_001), "gt.jsonl",
+                   LoadOptions(limits=app))
+    assert load(gt, LoadOptions(limits=replace(Limits.defaults("cli"), value_chars=100_001))).n_entities == 2
+
+
+def test_a_dense_table_is_estimated_by_its_lines():
+    lines = b"".join(b"d%d,e%d,%d\n" % (i // 20, i % 20, i % 999) for i in range(200_000))
+    dense = b"doc_id,entity,value\n" + lines
+    assert load_estimate(dense, "dense.csv") >= 200_000 * BYTES_PER_ENTITY  # before: 5 a byte, 4.4x less
+    assert load_estimate(dense, "dense.jsonl") == 5 * len(dense)  # nested JSON: by its bytes
