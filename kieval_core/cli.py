@@ -492,6 +492,7 @@ def _runs(args: argparse.Namespace) -> int:
         default_runs_dir,
         describe_size,
         format_runs,
+        linked_entries,
         list_runs,
         prune_runs,
         remove_run,
@@ -500,8 +501,13 @@ def _runs(args: argparse.Namespace) -> int:
     from .safe_text import for_terminal
 
     folder = getattr(args, "dir", None)
+    if folder is not None and not folder.is_dir():
+        raise KievalOptionError(for_terminal(f"--dir {folder}: no such directory"))
+    linked = [for_terminal(f"skipped {name} (a symbolic link)") for name in linked_entries(folder)]
     if args.action == "list":
         runs = list_runs(folder)
+        for line in linked:
+            _say(line)
         if not runs:
             where = folder or default_runs_dir()
             print(for_terminal(f"no saved runs in {where} (another folder: --dir DIR or KIEVAL_RUNS_DIR)"))
@@ -509,18 +515,34 @@ def _runs(args: argparse.Namespace) -> int:
         print(format_runs(runs))
         return EXIT_OK
     if args.action == "rm":
+        failed = 0
         for run_id in args.ids:
-            removed = remove_run(run_id, folder)
+            try:
+                removed = remove_run(run_id, folder)
+            except KievalOptionError as exc:  # not a run id: the message shows it shortened
+                failed += 1
+                _say(for_terminal(f"error: {exc}"))
+                continue
+            except (KievalInputError, OSError) as exc:
+                failed += 1
+                _say(for_terminal(f"not removed {run_id}: {getattr(exc, 'problem', None) or exc}"))
+                continue
             print(for_terminal(f"removed {removed.id} ({describe_size(removed.bytes)})"))
-        return EXIT_OK
+        return EXIT_INPUT if failed else EXIT_OK
     if args.older_than is None and args.max_total_mb is None:
         raise KievalOptionError("kieval runs prune needs --older-than DAYS and/or --max-total-mb N")
-    removed = prune_runs(folder, args.older_than, args.max_total_mb, dry_run=args.dry_run)
+    pruned = prune_runs(folder, args.older_than, args.max_total_mb, dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
-    for run in removed:
+    for run in pruned.removed:
         print(for_terminal(f"{verb} {run.id} ({describe_size(run.bytes)}, saved {saved_at(run)})"))
-    print(f"{verb} {len(removed)} run(s), {describe_size(sum(r.bytes for r in removed))}")
-    return EXIT_OK
+    for line in linked:
+        print(line)
+    for run_id, reason in pruned.failed:
+        _say(for_terminal(f"not removed {run_id}: {reason}"))
+    failed = f"; {len(pruned.failed)} could not be removed" if pruned.failed else ""
+    size = describe_size(sum(r.bytes for r in pruned.removed))
+    print(f"{verb} {len(pruned.removed)} run(s), {size}{failed}")
+    return EXIT_INPUT if pruned.failed else EXIT_OK
 
 
 def _list_metrics() -> int:
