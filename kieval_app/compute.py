@@ -370,22 +370,37 @@ def _scored(store: Store, gt: Source, gt_set: Dataset, sources: Sources, options
 
 
 def open_run(store: Store, session: str, sources: Sources, options: AppOptions) -> Workspace:
-    """A saved run, read once per directory and content, as a read-only workspace."""
+    """A saved run, read once per directory and content, as a read-only workspace. A run
+    this session has open stays as it was read when its directory is deleted or replaced
+    meanwhile (by another session or ``kieval runs``): the session holds it in the store."""
     directory = Path(sources.run)
     manifest = directory / "manifest.json"
     stamp = manifest.stat().st_mtime_ns if manifest.exists() else 0
     key = ("run", str(directory.resolve()), stamp)
+    if stamp == 0:  # gone from the disk: the copy this session holds, if any
+        key = next((k for k in store.held_keys(session) if isinstance(k, tuple) and k[:2] == key[:2]
+                    and store.peek(k) is not None), key)
     try:
         run = store.get(key, lambda: load_run(directory))
     except Exception as exc:
         store.hold(session, ())
-        message = str(exc) if isinstance(exc, KievalInputError) else f"{directory}: {exc}"
-        return Workspace(sources, options, None, (message,), "")
+        return Workspace(sources, options, None, (_run_message(directory, exc),), "")
     held: list[Hashable] = [key]
     ws = Workspace(sources, options, run.result, (), run.key, saved=run)
     ws = _with_images(store, ws, held)
     store.hold(session, held)
     return ws
+
+
+def _run_message(directory: Path, exc: Exception) -> str:
+    """A saved run that cannot be opened, in one line naming the run and its file, not the
+    server's path."""
+    if not isinstance(exc, KievalInputError):
+        return f"Saved run {directory.name}: not readable ({type(exc).__name__})"
+    path = Path(exc.source)
+    inside = path.is_relative_to(directory) and path != directory
+    place = ", ".join(p for p in (path.relative_to(directory).as_posix() if inside else "", exc.where) if p)
+    return f"Saved run {directory.name}: {place + ': ' if place else ''}{exc.problem}"
 
 
 def read_message(source: Source, exc: Exception) -> str:

@@ -58,6 +58,9 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     dash.add_argument("--images", type=Path, metavar="DIR",
                       help="page images of the documents: DOC_ID.png|jpg|jpeg|webp|tif, DOC_ID/PAGE.png "
                            "or DOC_ID.pdf (shown on the Documents page with the boxes)")
+    dash.add_argument("--delete-any-run", action="store_true",
+                      help="let every visitor delete every saved run (default: a session deletes only the "
+                           "runs it saved; `kieval runs` manages them all)")
     _limit_options(dash.add_argument_group("limits of the server (each also an environment variable)"), "app")
     sub.add_parser("metrics", help="list every metric with its definition")
     runs_dir = argparse.ArgumentParser(add_help=False)  # before or after the action: both read
@@ -484,7 +487,8 @@ def _dashboard(args: argparse.Namespace, server_options: list[str]) -> int:
         load_run(args.run)  # a clear error now rather than in the browser
     if args.images is not None and not args.images.is_dir():
         raise KievalInputError(str(args.images), None, "no such directory (--images takes a directory)")
-    return launch(args.port, args.host, server_options, args.run, limits.environ(), args.images)
+    return launch(args.port, args.host, server_options, args.run, limits.environ(), args.images,
+                  args.delete_any_run)
 
 
 def _runs(args: argparse.Namespace) -> int:
