@@ -23,11 +23,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rapidfuzz.distance import Levenshtein
 
-from kieval_app.diff import diff_html
 from kieval_core.count.alignment import DIFF_CHARS, differences
 from kieval_core.count.causes import substitution_causes
 from kieval_core.count.comparators import PARSED_CHARS, canonicalise
 from kieval_core.count.similarity import near_misses, similarity_bound
+from kieval_core.figures.diff import diff_html
 from kieval_core.limits import BYTES_PER_ENTITY, LimitExceeded, Limits
 from kieval_core.read.formats import LoadOptions, load_bytes, load_estimate
 from kieval_core.read.load import load
