@@ -111,14 +111,15 @@ def session_id() -> str:
 
 
 @st.cache_resource(show_spinner=False)
-def directory_images() -> Source | None:
+def directory_images() -> tuple[Source | None, tuple[str, ...]]:
     """The page images of ``kieval dashboard --images DIR``, read once per process as one
-    zip; used whenever the loaded files bring none (None without the option)."""
+    zip, and one message per file of it not read; used whenever the loaded files bring none
+    (None without the option)."""
     directory = os.environ.get(IMAGES_DIR)
     if not directory:
-        return None
-    files = directory_files(directory, compute.image_limits())
-    return Source.of(*zipped(Path(directory).name, files))
+        return None, ()
+    files, problems = directory_files(directory, compute.image_limits())
+    return Source.of(*zipped(Path(directory).name, files)), tuple(problems)
 
 
 def _forget(state) -> None:
@@ -166,10 +167,13 @@ def prepare(options: AppOptions) -> Workspace:
     sources = st.session_state[SOURCES]
     if sources.images is None:
         try:
-            given = directory_images()
-        except KievalInputError as exc:  # the --images directory: one message, the rest works
-            st.error(md(str(exc)), icon=":material/error:")
-            given = None
+            given, problems = directory_images()
+        except (KievalInputError, OSError) as exc:  # the --images directory: one message, the rest works
+            st.error(md(str(exc) if isinstance(exc, KievalInputError) else f"--images: {exc.strerror}"),
+                     icon=":material/error:")
+            given, problems = None, ()
+        for problem in problems:
+            st.warning(md(problem), icon=":material/warning:")
         sources = sources.with_images(given) if given is not None else sources
     ws = compute.build_workspace(store(), session_id(), sources, options, progress)
     bar.empty()

@@ -15,6 +15,7 @@ from kieval_core.limits import LimitExceeded
 from kieval_core.read.page_images import (
     DISPLAY_SIDE,
     ImageLimits,
+    directory_files,
     image_files,
     read_page_images,
     unknown_documents,
@@ -195,3 +196,33 @@ def test_names_that_climb_out_are_not_read():
     refused = ("../evil.png", "/abs.png", "a/../../b.png")
     said = "is not read (a name with '..' or an absolute path)"
     assert sorted(images.problems) == sorted(f"p.zip: {n!r} {said}" for n in refused)
+
+
+def test_a_directory_gives_its_regular_files_only_and_names_what_it_does_not_read(tmp_path, monkeypatch):
+    import builtins
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.png").write_bytes(_png())
+    pages = tmp_path / "pages"
+    (pages / "B").mkdir(parents=True)
+    (pages / "A.png").write_bytes(_png())
+    (pages / "B" / "1.png").write_bytes(_png())
+    (pages / "C.png").symlink_to(outside / "secret.png")
+    (pages / "D").symlink_to(outside)
+    (pages / "B" / "2.png").symlink_to(outside / "secret.png")
+    (pages / "E.png").write_bytes(_png())
+    real_open = builtins.open
+
+    def refusing(path, *args, **kwargs):  # the tests run as root: a permission error, simulated
+        if str(path).endswith("E.png"):
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", refusing)
+    files, problems = directory_files(pages, ImageLimits())
+    assert sorted(files) == ["A.png", "B/1.png"]
+    linked = [f"pages/{name}: a symbolic link, not followed" for name in ("B/2.png", "C.png", "D")]
+    assert problems == [*linked, "pages/E.png: not read (Permission denied)"]
+    with pytest.raises(KievalInputError, match="of images is above the limit"):
+        directory_files(pages, ImageLimits(max_bytes=100))

@@ -17,6 +17,7 @@ are shown), a name that is no document of the ground truth (:func:`unknown_docum
 from __future__ import annotations
 
 import io
+import os
 import warnings
 import zipfile
 from collections.abc import Iterable, Mapping
@@ -320,14 +321,53 @@ def image_files(data: bytes, name: str, limits: ImageLimits) -> dict[str, bytes]
         raise KievalInputError(name, None, f"not a readable zip archive ({exc})") from None
 
 
-def directory_files(directory: str | Path, limits: ImageLimits) -> dict[str, bytes]:
-    """The files of a directory of page images (one level of ``DOC_ID/`` folders)."""
+def directory_files(directory: str | Path, limits: ImageLimits) -> tuple[dict[str, bytes], list[str]]:
+    """The files of a directory of page images (one level of ``DOC_ID/`` folders) and one
+    message per entry not read. Only regular files inside the directory are read: a
+    symbolic link (to a file or a folder, inside or out) is named and not followed, and
+    each file is read with a cap (what is left of :attr:`ImageLimits.max_bytes`), whatever
+    size it says it has. A file that cannot be read is one message; the others are kept."""
     root = Path(directory)
     if not root.is_dir():
         raise KievalInputError(str(root), None, "no such directory")
-    paths = [p for pattern in ("*", "*/*") for p in sorted(root.glob(pattern)) if p.is_file()]
-    _check_total(sum(p.stat().st_size for p in paths), str(root), limits)
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in paths}
+    files: dict[str, bytes] = {}
+    problems: list[str] = []
+    left = limits.max_bytes
+    for path, name in _regular_files(root, problems):
+        try:
+            with open(path, "rb", buffering=0) as handle:
+                content = handle.read(left + 1)
+        except OSError as exc:
+            problems.append(f"{root.name}/{name}: not read ({exc.strerror or type(exc).__name__})")
+            continue
+        left -= len(content)
+        if left < 0:
+            _check_total(limits.max_bytes + 1, str(root), limits)
+        files[name] = content
+    return files, problems
+
+
+def _regular_files(root: Path, problems: list[str]) -> list[tuple[Path, str]]:
+    """``(path, name relative to root)`` of the regular files of ``root`` and of its
+    folders (one level), in name order; symbolic links named in ``problems``."""
+    found = []
+    for entry in sorted(os.scandir(root), key=lambda e: e.name):
+        if entry.is_symlink():
+            problems.append(f"{root.name}/{entry.name}: a symbolic link, not followed")
+        elif entry.is_dir(follow_symlinks=False):
+            try:
+                inner = sorted(os.scandir(entry.path), key=lambda e: e.name)
+            except OSError as exc:
+                problems.append(f"{root.name}/{entry.name}: not read ({exc.strerror or type(exc).__name__})")
+                continue
+            for child in inner:
+                if child.is_symlink():
+                    problems.append(f"{root.name}/{entry.name}/{child.name}: a symbolic link, not followed")
+                elif child.is_file(follow_symlinks=False):
+                    found.append((Path(child.path), f"{entry.name}/{child.name}"))
+        elif entry.is_file(follow_symlinks=False):
+            found.append((Path(entry.path), entry.name))
+    return found
 
 
 def _check_total(size: int, source: str, limits: ImageLimits) -> None:
