@@ -492,16 +492,7 @@ def _dashboard(args: argparse.Namespace, server_options: list[str]) -> int:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    from .output.retention import (
-        default_runs_dir,
-        describe_size,
-        format_runs,
-        linked_entries,
-        list_runs,
-        prune_runs,
-        remove_run,
-        saved_at,
-    )
+    from .output.retention import linked_entries
     from .safe_text import for_terminal
 
     folder = getattr(args, "dir", None)
@@ -509,30 +500,52 @@ def _runs(args: argparse.Namespace) -> int:
         raise KievalOptionError(for_terminal(f"--dir {folder}: no such directory"))
     linked = [for_terminal(f"skipped {name} (a symbolic link)") for name in linked_entries(folder)]
     if args.action == "list":
-        runs = list_runs(folder)
-        for line in linked:
-            _say(line)
-        if not runs:
-            where = folder or default_runs_dir()
-            print(for_terminal(f"no saved runs in {where} (another folder: --dir DIR or KIEVAL_RUNS_DIR)"))
-            return EXIT_OK
-        print(format_runs(runs))
-        return EXIT_OK
+        return _runs_list(folder, linked)
     if args.action == "rm":
-        failed = 0
-        for run_id in args.ids:
-            try:
-                removed = remove_run(run_id, folder)
-            except KievalOptionError as exc:  # not a run id: the message shows it shortened
-                failed += 1
-                _say(for_terminal(f"error: {exc}"))
-                continue
-            except (KievalInputError, OSError) as exc:
-                failed += 1
-                _say(for_terminal(f"not removed {run_id}: {getattr(exc, 'problem', None) or exc}"))
-                continue
-            print(for_terminal(f"removed {removed.id} ({describe_size(removed.bytes)})"))
-        return EXIT_INPUT if failed else EXIT_OK
+        return _runs_rm(folder, args.ids)
+    return _runs_prune(folder, args, linked)
+
+
+def _runs_list(folder: Path | None, linked: list[str]) -> int:
+    from .output.retention import default_runs_dir, format_runs, list_runs
+    from .safe_text import for_terminal
+
+    runs = list_runs(folder)
+    for line in linked:
+        _say(line)
+    if not runs:
+        where = folder or default_runs_dir()
+        print(for_terminal(f"no saved runs in {where} (another folder: --dir DIR or KIEVAL_RUNS_DIR)"))
+        return EXIT_OK
+    print(format_runs(runs))
+    return EXIT_OK
+
+
+def _runs_rm(folder: Path | None, ids: list[str]) -> int:
+    """Each run in turn; one that cannot be removed is said and the others still go."""
+    from .output.retention import describe_size, remove_run
+    from .safe_text import for_terminal
+
+    failed = 0
+    for run_id in ids:
+        try:
+            removed = remove_run(run_id, folder)
+        except KievalOptionError as exc:  # not a run id: the message shows it shortened
+            failed += 1
+            _say(for_terminal(f"error: {exc}"))
+            continue
+        except (KievalInputError, OSError) as exc:
+            failed += 1
+            _say(for_terminal(f"not removed {run_id}: {getattr(exc, 'problem', None) or exc}"))
+            continue
+        print(for_terminal(f"removed {removed.id} ({describe_size(removed.bytes)})"))
+    return EXIT_INPUT if failed else EXIT_OK
+
+
+def _runs_prune(folder: Path | None, args: argparse.Namespace, linked: list[str]) -> int:
+    from .output.retention import describe_size, prune_runs, saved_at
+    from .safe_text import for_terminal
+
     if args.older_than is None and args.max_total_mb is None:
         raise KievalOptionError("kieval runs prune needs --older-than DAYS and/or --max-total-mb N")
     pruned = prune_runs(folder, args.older_than, args.max_total_mb, dry_run=args.dry_run)

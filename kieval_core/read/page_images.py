@@ -217,16 +217,7 @@ def read_page_images(files: Mapping[str, bytes], source: str, limits: ImageLimit
     for the same page are named, the first by name is used.
     """
     problems: list[str] = []
-    pages_of: dict[tuple[str, int | None], list[tuple[str, str]]] = {}
-    for name in sorted(files):
-        parsed = _document_and_page(name)
-        if parsed is None:
-            continue
-        if _escapes(name):
-            problems.append(f"{source}: {name!r} is not read (a name with '..' or an absolute path)")
-            continue
-        doc_id, number, kind = parsed
-        pages_of.setdefault((doc_id, number or (None if kind == "pdf" else 1)), []).append((name, kind))
+    pages_of = _pages_of(files, source, problems)
     chosen = [named[0] for named in pages_of.values()]
     total = sum(page_pixels(files[name], kind, limits) for name, kind in chosen)
     if total > limits.max_total_pixels:
@@ -236,18 +227,9 @@ def read_page_images(files: Mapping[str, bytes], source: str, limits: ImageLimit
     taken: dict[tuple[str, int], str] = {}  # the file each page is shown from
     given: dict[str, tuple[int, ...]] = {}  # the pages each file read gave
     for name, kind in sorted(chosen):
-        doc_id, number, _ = _document_and_page(name)
-        where = f"{source}/{name}" if source else name
-        try:
-            if kind == "pdf":
-                pdf_pages, note = read_pdf(files[name], where, limits)
-                if note:
-                    problems.append(note)
-                read = {i + 1: p for i, p in enumerate(pdf_pages)}
-            else:
-                read = {number or 1: read_image(files[name], where, limits)}
-        except KievalInputError as exc:
-            problems.append(f"{exc}; document {doc_id!r} is shown without it")
+        doc_id = _document_and_page(name)[0]
+        read = _read_file(files[name], name, kind, source, limits, problems)
+        if read is None:
             continue
         given[name] = tuple(read)
         for page, image in read.items():
@@ -259,6 +241,40 @@ def read_page_images(files: Mapping[str, bytes], source: str, limits: ImageLimit
         problems.append(f"{source}: no page image (expected DOC_ID.png, .jpg, .jpeg, .webp, .tif, "
                         "DOC_ID/PAGE.png or DOC_ID.pdf)")
     return PageImages(source, {d: p for d, p in pages.items() if p}, tuple(problems))
+
+
+def _pages_of(files: Mapping[str, bytes], source: str, problems: list[str]
+              ) -> dict[tuple[str, int | None], list[tuple[str, str]]]:
+    """The files standing for each page, ``(doc_id, page)`` (page None: a PDF's pages), in
+    name order, as ``(name, kind)``; names that climb out are said in ``problems``."""
+    pages_of: dict[tuple[str, int | None], list[tuple[str, str]]] = {}
+    for name in sorted(files):
+        parsed = _document_and_page(name)
+        if parsed is None:
+            continue
+        if _escapes(name):
+            problems.append(f"{source}: {name!r} is not read (a name with '..' or an absolute path)")
+            continue
+        doc_id, number, kind = parsed
+        pages_of.setdefault((doc_id, number or (None if kind == "pdf" else 1)), []).append((name, kind))
+    return pages_of
+
+
+def _read_file(data: bytes, name: str, kind: str, source: str, limits: ImageLimits,
+               problems: list[str]) -> dict[int, Page] | None:
+    """The pages one file gives by number, or None (said in ``problems``) when it cannot be used."""
+    doc_id = _document_and_page(name)[0]
+    where = f"{source}/{name}" if source else name
+    try:
+        if kind == "pdf":
+            pdf_pages, note = read_pdf(data, where, limits)
+            if note:
+                problems.append(note)
+            return {i + 1: p for i, p in enumerate(pdf_pages)}
+        return {_document_and_page(name)[1] or 1: read_image(data, where, limits)}
+    except KievalInputError as exc:
+        problems.append(f"{exc}; document {doc_id!r} is shown without it")
+        return None
 
 
 def _escapes(name: str) -> bool:
