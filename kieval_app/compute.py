@@ -31,10 +31,10 @@ from typing import Any
 
 from kieval_core import Dataset, DecisionOptions, EvaluationResult, KievalInputError, ModelResult, load_bytes
 from kieval_core.count.peer_families import PeerFigures, needs_structures
-from kieval_core.limits import Limits, load_cost
+from kieval_core.limits import Limits, load_cost, matching_cost
 from kieval_core.output.render import render_report
 from kieval_core.output.runs import SavedRun, load_run, save_run
-from kieval_core.read.formats import load_estimate
+from kieval_core.read.formats import group_counts, load_estimate
 from kieval_core.read.page_images import ImageLimits, PageImages, image_files, read_page_images
 from kieval_core.result.registry import resolve_families
 from kieval_core.result.scoring import (
@@ -242,7 +242,9 @@ def score(store: Store, gt: Source, pred: Source, options: AppOptions,
     A heavy scoring runs in a child process, as a heavy read does (:func:`read_dataset`).
     """
     # scoring holds about what reading both files took (bench/README.md, "Admission"); at
-    # least what reading either takes, so the scoring takes a turn whenever its reads would
+    # least what reading either takes, so the scoring takes a turn whenever its reads would;
+    # and what matching their groups takes, known once they are read (a few thousand lines
+    # in one document cost more than their bytes say: that scoring runs in a child)
     cost = max(load_cost(gt.size + pred.size), *(load_estimate(s.data, s.name) for s in (gt, pred)))
 
     def compute() -> tuple[ModelResult, KeyCounts, dict[str, int]]:
@@ -253,8 +255,9 @@ def score(store: Store, gt: Source, pred: Source, options: AppOptions,
         gt_scored = rules.without_ignored(gt_set, {})
         pred_scored = rules.without_ignored(pred_set, ignored)
         normalizer = dataclasses.replace(options.normalizer, comparators=rules.comparator_pairs())
-        model = _run(store, cost, waiting, score_model, gt_scored, pred_scored, name=pred.stem,
-                     normalizer=normalizer)
+        matching = matching_cost(group_counts(gt_set).to_dict(), group_counts(pred_set).to_dict())
+        model = _run(store, max(cost, matching), waiting, score_model, gt_scored, pred_scored,
+                     name=pred.stem, normalizer=normalizer)
         return model, KeyCounts.of(pred_set), ignored
 
     return store.get(_model_key(gt, pred, options, suggested), compute, cost=cost, waiting=waiting)

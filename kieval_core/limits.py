@@ -39,6 +39,9 @@ RATIO_FLOOR = MIB
 #: A load or scoring estimated at this many bytes or more is heavy: at most
 #: :attr:`Limits.heavy_loads` of them run at once in the dashboard (one 13 MB JSONL file).
 HEAVY_BYTES = 64 * MIB
+#: Peak memory of group matching per cell of a document's square matrix of groups of one
+#: type (5,000 menu lines a side: 3.9 GiB; 2,000: 0.7 GiB).
+BYTES_PER_MATCH_CELL = 160
 
 
 @dataclass(frozen=True)
@@ -261,4 +264,18 @@ def load_cost(text_bytes: int, rows: int = 0) -> int:
     return max(text_bytes * BYTES_PER_TEXT_BYTE, rows * BYTES_PER_ENTITY)
 
 
-__all__ = ["LIMITS", "LimitExceeded", "LimitSpec", "Limits", "load_cost", "machine_memory_mb"]
+def matching_cost(gt_groups: Mapping, pred_groups: Mapping) -> int:
+    """Estimated peak memory of matching the groups of two inputs, from the number of
+    groups of each (document, group type) on each side (:data:`BYTES_PER_MATCH_CELL` per
+    cell of each square matrix, summed: an upper bound, blocks of one shape being solved
+    together).
+
+    >>> matching_cost({("d", "menu"): 1_000}, {("d", "menu"): 10, ("e", "menu"): 2}) // MIB
+    152
+    """
+    keys = set(gt_groups) | set(pred_groups)
+    return sum(max(gt_groups.get(k, 0), pred_groups.get(k, 0)) ** 2 for k in keys) * BYTES_PER_MATCH_CELL
+
+
+__all__ = ["LIMITS", "LimitExceeded", "LimitSpec", "Limits", "load_cost", "machine_memory_mb",
+           "matching_cost"]

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import orjson
+import pandas as pd
 
 from ...exceptions import KievalInputError, KievalOptionError
 from ...gcpause import cycle_collector_paused
@@ -480,14 +481,21 @@ def check_scoring_cost(dataset: Dataset, limits: Limits) -> Dataset:
         row = entities.iloc[longest]
         limits.check("value_chars", int(lengths[longest]), dataset.source,
                      f"in a value of {row['entity_type']!r}", where=f"document {row['doc_id']!r}")
-    grouped = entities.loc[entities["group"].to_numpy() >= 0, ["doc_id", "group_type", "group"]]
-    if len(grouped):
-        groups = grouped.groupby(["doc_id", "group_type"], sort=False, observed=True)["group"].max() + 1
+    groups = group_counts(dataset)
+    if len(groups):
         (doc_id, group_type), most = groups.idxmax(), int(groups.max())
         limits.check("groups_per_doc", most, dataset.source,
                      f"of type {group_type!r} (matching them costs their number squared)",
                      where=f"document {doc_id!r}")
     return dataset
+
+
+def group_counts(dataset: Dataset) -> pd.Series:
+    """The number of groups of each (document, group type) of a dataset (the non-group
+    pseudo-groups left out): what matching it costs (:func:`~kieval_core.limits.matching_cost`)."""
+    entities = dataset.entities
+    grouped = entities.loc[entities["group"].to_numpy() >= 0, ["doc_id", "group_type", "group"]]
+    return grouped.groupby(["doc_id", "group_type"], sort=False, observed=True)["group"].max() + 1
 
 
 def _listed(names: list[str], at_most: int = 10) -> str:
