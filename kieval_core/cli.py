@@ -58,6 +58,9 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     dash.add_argument("--images", type=Path, metavar="DIR",
                       help="page images of the documents: DOC_ID.png|jpg|jpeg|webp|tif, DOC_ID/PAGE.png "
                            "or DOC_ID.pdf (shown on the Documents page with the boxes)")
+    dash.add_argument("--delete-any-run", action="store_true",
+                      help="let every visitor delete every saved run (default: a session deletes only the "
+                           "runs it saved; `kieval runs` manages them all)")
     _limit_options(dash.add_argument_group("limits of the server (each also an environment variable)"), "app")
     sub.add_parser("metrics", help="list every metric with its definition")
     runs_dir = argparse.ArgumentParser(add_help=False)  # before or after the action: both read
@@ -484,43 +487,79 @@ def _dashboard(args: argparse.Namespace, server_options: list[str]) -> int:
         load_run(args.run)  # a clear error now rather than in the browser
     if args.images is not None and not args.images.is_dir():
         raise KievalInputError(str(args.images), None, "no such directory (--images takes a directory)")
-    return launch(args.port, args.host, server_options, args.run, limits.environ(), args.images)
+    return launch(args.port, args.host, server_options, args.run, limits.environ(), args.images,
+                  args.delete_any_run)
 
 
 def _runs(args: argparse.Namespace) -> int:
-    from .output.retention import (
-        default_runs_dir,
-        describe_size,
-        format_runs,
-        list_runs,
-        prune_runs,
-        remove_run,
-        saved_at,
-    )
+    from .output.retention import linked_entries
     from .safe_text import for_terminal
 
     folder = getattr(args, "dir", None)
+    if folder is not None and not folder.is_dir():
+        raise KievalOptionError(for_terminal(f"--dir {folder}: no such directory"))
+    linked = [for_terminal(f"skipped {name} (a symbolic link)") for name in linked_entries(folder)]
     if args.action == "list":
-        runs = list_runs(folder)
-        if not runs:
-            where = folder or default_runs_dir()
-            print(for_terminal(f"no saved runs in {where} (another folder: --dir DIR or KIEVAL_RUNS_DIR)"))
-            return EXIT_OK
-        print(format_runs(runs))
-        return EXIT_OK
+        return _runs_list(folder, linked)
     if args.action == "rm":
-        for run_id in args.ids:
-            removed = remove_run(run_id, folder)
-            print(for_terminal(f"removed {removed.id} ({describe_size(removed.bytes)})"))
+        return _runs_rm(folder, args.ids)
+    return _runs_prune(folder, args, linked)
+
+
+def _runs_list(folder: Path | None, linked: list[str]) -> int:
+    from .output.retention import default_runs_dir, format_runs, list_runs
+    from .safe_text import for_terminal
+
+    runs = list_runs(folder)
+    for line in linked:
+        _say(line)
+    if not runs:
+        where = folder or default_runs_dir()
+        print(for_terminal(f"no saved runs in {where} (another folder: --dir DIR or KIEVAL_RUNS_DIR)"))
         return EXIT_OK
+    print(format_runs(runs))
+    return EXIT_OK
+
+
+def _runs_rm(folder: Path | None, ids: list[str]) -> int:
+    """Each run in turn; one that cannot be removed is said and the others still go."""
+    from .output.retention import describe_size, remove_run
+    from .safe_text import for_terminal
+
+    failed = 0
+    for run_id in ids:
+        try:
+            removed = remove_run(run_id, folder)
+        except KievalOptionError as exc:  # not a run id: the message shows it shortened
+            failed += 1
+            _say(for_terminal(f"error: {exc}"))
+            continue
+        except (KievalInputError, OSError) as exc:
+            failed += 1
+            _say(for_terminal(f"not removed {run_id}: {getattr(exc, 'problem', None) or exc}"))
+            continue
+        print(for_terminal(f"removed {removed.id} ({describe_size(removed.bytes)})"))
+    return EXIT_INPUT if failed else EXIT_OK
+
+
+def _runs_prune(folder: Path | None, args: argparse.Namespace, linked: list[str]) -> int:
+    from .output.retention import describe_size, prune_runs, saved_at
+    from .safe_text import for_terminal
+
     if args.older_than is None and args.max_total_mb is None:
         raise KievalOptionError("kieval runs prune needs --older-than DAYS and/or --max-total-mb N")
-    removed = prune_runs(folder, args.older_than, args.max_total_mb, dry_run=args.dry_run)
+    pruned = prune_runs(folder, args.older_than, args.max_total_mb, dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
-    for run in removed:
+    for run in pruned.removed:
         print(for_terminal(f"{verb} {run.id} ({describe_size(run.bytes)}, saved {saved_at(run)})"))
-    print(f"{verb} {len(removed)} run(s), {describe_size(sum(r.bytes for r in removed))}")
-    return EXIT_OK
+    for line in linked:
+        print(line)
+    for run_id, reason in pruned.failed:
+        _say(for_terminal(f"not removed {run_id}: {reason}"))
+    failed = f"; {len(pruned.failed)} could not be removed" if pruned.failed else ""
+    size = describe_size(sum(r.bytes for r in pruned.removed))
+    print(f"{verb} {len(pruned.removed)} run(s), {size}{failed}")
+    return EXIT_INPUT if pruned.failed else EXIT_OK
 
 
 def _list_metrics() -> int:
