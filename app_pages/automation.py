@@ -17,6 +17,7 @@ from kieval_core.result.consensus import MIN_MODELS, with_confidence_sources
 from kieval_core.result.tables import threshold_text
 from kieval_core.review.automation import (
     Costs,
+    confidence_by_field,
     minimum_cost,
     recommend,
     review_by_entity_type,
@@ -35,8 +36,8 @@ name = session.selected_model(ws)
 st.title("Automation threshold")
 
 # --- where the confidences come from (the whole page follows) -------------------------------
-MISSING = {"automate": "automated (count as 1.0)", "review": "reviewed (count as 0.0)"}
-st.session_state.setdefault("auto_missing", "automate")
+MISSING = {"review": "reviewed (never automated)", "automate": "automated (count as 1.0)"}
+st.session_state.setdefault("auto_missing", "review")
 st.session_state.setdefault("auto_consensus", False)
 # side by side when they fit, one under the other when not (two columns cut both labels at 1,024 px)
 confidence_row = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
@@ -46,8 +47,9 @@ missing = confidence_row.segmented_control(
     format_func=MISSING.get,
     key="auto_missing",
     required=True,
-    help="Automated: they count as confidence 1.0 and are reviewed only when everything is. "
-    "Reviewed: they count as 0.0 and a person looks at them at every threshold above 0.",
+    help="Reviewed (the default): a person looks at them at every threshold, 0 included, and in "
+    "every per-field plan. Automated: they count as confidence 1.0 and are reviewed only when "
+    "everything is.",
 )
 consensus = confidence_row.toggle(
     "Derive confidences from agreement between the loaded models",
@@ -136,11 +138,18 @@ if coverage < 1:
     effect = (
         "count as 1.0: automated at every threshold up to 1, reviewed only when everything is"
         if missing == "automate"
-        else "count as 0.0: reviewed at every threshold above 0"
+        else "are never automated: a person reviews them at every threshold, 0 included"
+    )
+    without = confidence_by_field(review)
+    shares = ", ".join(
+        f"{md(r.entity_type)} {pct(r.share_without_confidence, 0)} ({number(r.without_confidence)} of "
+        f"{number(r.predictions)})"
+        for r in without.itertuples()
+        if r.without_confidence
     )
     st.info(
         f"{coverage:.0%} of this model's predictions carry a confidence; the others {effect} "
-        "(*Predictions without confidence* above).",
+        f"(*Predictions without confidence* above). Without a confidence, per field: {shares}.",
         icon=":material/info:",
     )
 

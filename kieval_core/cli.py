@@ -144,9 +144,9 @@ def _evaluate_options(ev: argparse.ArgumentParser) -> None:
     decide.add_argument("--review", default="both", choices=REVIEW_CHOICES,
                         help="what a person reviews: the predictions below τ, every document with one "
                              "below τ (whole, missing values added), or both (default)")
-    decide.add_argument("--missing-confidence", default="automate", choices=tuple(MISSING_POLICIES),
-                        help="a prediction without confidence is automated (counts as 1.0, default) or "
-                             "reviewed at every τ > 0 (counts as 0.0)")
+    decide.add_argument("--missing-confidence", default="review", choices=tuple(MISSING_POLICIES),
+                        help="a prediction without confidence is reviewed at every τ, 0 included "
+                             "(default), or automated (counts as 1.0)")
     decide.add_argument("--confidence-from", default="model", choices=CONFIDENCE_FROM,
                         help="consensus: a model without confidences gets, per prediction, the share of "
                              "the other models (3 or more loaded) predicting the same value in the same "

@@ -51,7 +51,7 @@ def evaluate(
     progress: Progress | None = None,
     engine: str = "local",
     scheduler: str | None = None,
-    missing_confidence: str = "automate",
+    missing_confidence: str = "review",
     confidence_from: str = "model",
     **dask_options,
 ) -> EvaluationResult:
@@ -79,15 +79,16 @@ def evaluate(
         With ``engine="dask"``: the address of a running Dask scheduler; None starts a
         ``LocalCluster`` on this machine's cores.
     missing_confidence, confidence_from
-        What review does with predictions without confidence (``automate``: they count
-        as 1.0; ``review``: as 0.0), and where confidences come from (``model``, or
+        What review does with predictions without confidence (``review``, the default:
+        never automated, at every threshold; ``automate``: they count as 1.0), and where
+        confidences come from (``model``, or
         ``consensus`` of the other models for models without any); see
         :func:`kieval_core.result.consensus.with_confidence_sources`.
     """
     result = _evaluate(gt, predictions, normalizer=normalizer, metrics=metrics, load_options=load_options,
                        peer_options=peer_options, progress=progress, engine=engine, scheduler=scheduler,
                        **dask_options)
-    if (missing_confidence, confidence_from) == ("automate", "model"):
+    if (missing_confidence, confidence_from) == ("review", "model"):
         return result
     return with_confidence_sources(result, missing_confidence, confidence_from)
 

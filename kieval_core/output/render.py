@@ -280,6 +280,7 @@ def decision_notes(report: dict) -> list[str]:
              f"(--target-accuracy); cost {cost['per_review']:g} per review, {cost['per_document']:g} per "
              f"opened document, {escaped_text} (--cost)"]
     policies = {"recommended": "single predictions", "document_review.recommended": "whole documents"}
+    lines.extend(missing_confidence_lines(report))
     for name, automation in sections.items():
         for key, policy in policies.items():
             recommended = value_at(automation, key)
@@ -288,6 +289,26 @@ def decision_notes(report: dict) -> list[str]:
             best = recommended["best_reachable"]
             lines.append(f"{name}: {recommended['target']:g} is not reachable with automation, reviewing "
                          f"{policy} (best {cell_text(best)}: only reviewing everything gets there)")
+    return lines
+
+
+#: What a prediction without confidence becomes, per policy, in the summary's words.
+_MISSING_TEXT = {"review": "never automated, reviewed at every τ", "automate": "automated (count as 1.0)"}
+
+
+def missing_confidence_lines(report: dict) -> list[str]:
+    """Per model some of whose predictions carry no confidence: the policy applied to them
+    and, per field, how many they are (SPEC 4c)."""
+    lines = []
+    for name, figures in report["models"].items():
+        automation = figures["automation"]
+        fields = [f for f in automation["confidence_by_field"] or [] if f["without_confidence"]]
+        if not fields or automation["reason"]:
+            continue
+        shares = ", ".join(f"{f['entity_type']} {f['share_without_confidence']:.0%} "
+                           f"({f['without_confidence']:,} of {f['predictions']:,})" for f in fields)
+        lines.append(f"{name}: predictions without a confidence are "
+                     f"{_MISSING_TEXT[automation['missing_confidence']]} (--missing-confidence): {shares}")
     return lines
 
 

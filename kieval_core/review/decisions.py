@@ -23,6 +23,7 @@ from .automation import (
     Costs,
     ReviewPoint,
     automation_curve,
+    confidence_by_field,
     document_review_curve,
     minimum_cost,
     recommend,
@@ -123,6 +124,8 @@ def automation_section(model: ModelResult, options: DecisionOptions,
         "confidence_coverage": model.confidence_coverage,
         "confidence_source": model.confidence_source,
         "missing_confidence": model.missing_confidence,
+        # a row per field: written as it is, the summary reads it
+        "confidence_by_field": _plain_records(confidence_by_field(model.review)),
         "review": options.review,
         "cost": options.costs.as_dict(),
     }
