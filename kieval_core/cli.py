@@ -147,6 +147,13 @@ def _evaluate_options(ev: argparse.ArgumentParser) -> None:
     decide.add_argument("--missing-confidence", default="review", choices=tuple(MISSING_POLICIES),
                         help="a prediction without confidence is reviewed at every τ, 0 included "
                              "(default), or automated (counts as 1.0)")
+    decide.add_argument("--per-field-thresholds", action="store_true",
+                        help="decide one τ per field (every field at or above its floor, or reviewed "
+                             "whole) instead of one τ for every field; the report has both plans")
+    decide.add_argument("--field-floor", action="append", default=[], metavar="TYPE=A",
+                        type=lambda t: _pair(t, "--field-floor"),
+                        help="accuracy after review a field must reach in per-field plans (default: the "
+                             "target accuracy); a field that cannot is reviewed whole and named")
     decide.add_argument("--confidence-from", default="model", choices=CONFIDENCE_FROM,
                         help="consensus: a model without confidences gets, per prediction, the share of "
                              "the other models (3 or more loaded) predicting the same value in the same "
@@ -334,7 +341,13 @@ def _evaluate(args: argparse.Namespace) -> int:
     from .count.normalize import Normalizer
     from .count.peer_families import PeerOptions
     from .evaluate import evaluate
-    from .output.render import decision_notes, document_target_line, render_report, summary_frame
+    from .output.render import (
+        decision_notes,
+        document_target_line,
+        per_field_lines,
+        render_report,
+        summary_frame,
+    )
     from .output.runs import RunStage
     from .output.tracking import MlflowTarget
     from .read.formats import LoadOptions
@@ -352,7 +365,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     gates = parse_gates(args.gate, args.fail_under)
     decisions = DecisionOptions(target=args.target_accuracy, document_target=args.document_target,
                                 costs=Costs.from_pairs(args.cost), resamples=args.bootstrap, seed=args.seed,
-                                slices=options.meta, review=args.review)
+                                slices=options.meta, review=args.review, floors=_floors(args.field_floor),
+                                per_field=args.per_field_thresholds)
     normalizer = Normalizer.from_names(args.normalize, args.compare, args.near_miss)
     peer = PeerOptions(args.cer_threshold, args.peer_structure)
     engine = {}
@@ -384,6 +398,9 @@ def _evaluate(args: argparse.Namespace) -> int:
         print("\n".join(for_terminal(line) for line in summary.splitlines()))
         for line in decision_notes(report.figures):
             print(for_terminal(line))
+        if args.per_field_thresholds:
+            for line in per_field_lines(report.figures):
+                print(for_terminal(line))
         if args.document_target is not None:  # its figures have no row of the table
             print(for_terminal(document_target_line(report.figures)))
         if result.comparators:
@@ -408,6 +425,18 @@ def _evaluate(args: argparse.Namespace) -> int:
     for failure in failures:
         _say(f"gate failed: {failure}")
     return EXIT_GATE if failures else EXIT_OK
+
+
+def _floors(pairs: list[tuple[str, str]]) -> tuple[tuple[str, float], ...]:
+    """``--field-floor TYPE=A`` pairs as (field, share); a floor that is no number is named."""
+    floors = {}
+    for field, raw in pairs:
+        try:
+            floors[field] = float(raw)
+        except ValueError:
+            msg = f"--field-floor {field}={raw}: {raw!r} is not a number"
+            raise KievalOptionError(msg) from None
+    return tuple(floors.items())
 
 
 def _batch_memory_pool() -> None:

@@ -312,6 +312,31 @@ def missing_confidence_lines(report: dict) -> list[str]:
     return lines
 
 
+def per_field_lines(report: dict) -> list[str]:
+    """The per-field plan of each model with confidences (``--per-field-thresholds``): per
+    field its τ (or "reviewed whole"), its accuracy after review against its floor, and the
+    straight-through rate it costs; the fields that cannot reach their floor are named."""
+    lines = []
+    for name, figures in report["models"].items():
+        plan = figures["automation"]["per_field"]
+        if plan is None:
+            continue
+        reach = "reaches" if plan["reachable"] else "does not reach"
+        lines.append(f"{name}: one τ per field {reach} {plan['target']:g} overall ({plan['reviews'] or 0:,} "
+                     "reviews); per field, accuracy after review against its floor (--field-floor):")
+        for row in plan["table"]:
+            tau = ("reviewed whole" if row["review"] == "all" else f"τ {threshold_text(row['threshold'])}")
+            mark = "" if row["meets_floor"] else " BELOW FLOOR"
+            lines.append(f"  {row['entity_type']}: {tau}, {cell_text(row['kieval_aligned'])} (floor "
+                         f"{row['floor']:g}){mark}, {row['share_without_confidence'] or 0:.0%} without a "
+                         f"confidence, +{row['straight_through_gain']:.1%} straight through if always "
+                         "automated")
+        if plan["floor_unreachable"]:
+            lines.append(f"  cannot reach their floor with any automation, reviewed whole: "
+                         f"{', '.join(plan['floor_unreachable'])}")
+    return lines
+
+
 def document_target_line(report: dict) -> str:
     """What ``--document-target`` chose, in one line: per model, the smallest τ (reviewing
     single predictions) at which that share of documents is right after review with some

@@ -360,6 +360,41 @@ def confidence_by_field(model: ReviewModel) -> pd.DataFrame:
     })[CONFIDENCE_BY_FIELD_COLUMNS]
 
 
+#: The columns of :func:`automation_blockers`.
+BLOCKER_COLUMNS = ["entity_type", "opened_documents", "only_field_reviewed", "straight_through_gain"]
+
+
+def automation_blockers(model: ReviewModel, limits: np.ndarray) -> pd.DataFrame:
+    """Which fields keep documents from going straight through (SPEC 4d), with one threshold
+    per prediction: per entity type, the documents in which it has a reviewed prediction,
+    those in which it is the only field reviewed, and the straight-through rate gained if
+    that field alone were always automated (those documents over all documents).
+
+    >>> m = ReviewModel(
+    ...     confidence=np.array([0.2, 0.3, 0.9]), has_confidence=np.ones(3, bool),
+    ...     doc=np.array([0, 1, 1]), entity_type=np.array([0, 0, 1]), wrong=np.zeros(3, bool),
+    ...     gain=np.zeros(3, bool), cell=np.array([0, 1, 2]), copies=np.array([0, 1, 2]),
+    ...     doc_ids=("a", "b"), entity_types=("date", "total"), base_type=np.array([0, 1]),
+    ...     base_doc=np.array([0, 1]), base_tp=np.array([2, 1]), base_addition=np.array([0, 0]))
+    >>> automation_blockers(m, np.full(3, 0.5)).to_dict("records")[0]
+    {'entity_type': 'date', 'opened_documents': 2, 'only_field_reviewed': 2, 'straight_through_gain': 1.0}
+    """
+    limits = check_length("limits", limits, model.n_predictions, "prediction")
+    kinds, n_docs = len(model.entity_types), model.n_documents
+    reviewed = model.confidence < limits
+    pairs = np.unique(model.doc[reviewed] * kinds + model.entity_type[reviewed])  # (document, field) reviewed
+    doc, kind = pairs // max(kinds, 1), pairs % max(kinds, 1)
+    alone = np.bincount(doc, minlength=n_docs)[doc] == 1
+    opened = np.bincount(kind, minlength=kinds)
+    only = np.bincount(kind[alone], minlength=kinds)
+    return pd.DataFrame({
+        "entity_type": list(model.entity_types),
+        "opened_documents": opened.astype(np.int64),
+        "only_field_reviewed": only.astype(np.int64),
+        "straight_through_gain": only / n_docs if n_docs else np.zeros(kinds),
+    })[BLOCKER_COLUMNS]
+
+
 # --- one operating point ------------------------------------------------------------------
 
 

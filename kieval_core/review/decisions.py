@@ -70,6 +70,12 @@ class DecisionOptions:
     review : str
         ``predictions`` (a person reviews the predictions below τ), ``documents`` (every
         document with a prediction below τ, whole; SPEC 4c) or ``both`` (default).
+    floors : tuple of (str, float)
+        Per-field floors of per-field plans (SPEC 4d): ``(entity type, accuracy)``; a field
+        not named has the target as its floor.
+    per_field : bool
+        Whether the decision is one τ per field (``--per-field-thresholds``) rather than one
+        τ for every field; the report has both plans either way.
     """
 
     target: float = 0.95
@@ -79,6 +85,8 @@ class DecisionOptions:
     seed: int = 0
     slices: tuple[str, ...] = ()
     review: str = "both"
+    floors: tuple[tuple[str, float], ...] = ()
+    per_field: bool = False
 
     def __post_init__(self) -> None:
         check_choice("review", self.review, REVIEW_CHOICES)
@@ -91,6 +99,8 @@ class DecisionOptions:
         if not isinstance(self.slices, tuple) or not all(isinstance(s, str) for s in self.slices):
             msg = f"slices must be a tuple of metadata keys (str), got {self.slices!r}"
             raise KievalOptionError(msg)
+        for entity_type, floor in self.floors:
+            check_share(f"floor of {entity_type!r}", floor)
 
     @property
     def documents_target(self) -> float:
@@ -186,7 +196,7 @@ def _prediction_review(model: ModelResult, options: DecisionOptions, records: Re
         band = {"seed": boot.seed, "resamples": boot.resamples, "reachable_share": boot.reachable_share,
                 "points": records(boot.band)}
     document = recommend(curve, options.documents_target, model.n_documents, level="document")
-    fields = per_field_thresholds(review, options.target)
+    fields = per_field_thresholds(review, options.target, dict(options.floors))
     check = holdout(review, options.target, random_half(review.n_documents, options.seed),
                     resamples=max(options.resamples, 1), seed=options.seed)
     return {
@@ -194,7 +204,7 @@ def _prediction_review(model: ModelResult, options: DecisionOptions, records: Re
         "recommended": entity.as_dict(),
         "documents": {"curve": records(curve[DOCUMENT_CURVE]), "recommended": document.as_dict()},
         "min_cost": minimum_cost(curve).as_dict(),
-        "per_field": {**fields.as_dict(), "table": records(fields.table)},
+        "per_field": {**fields.as_dict(), "table": _plain_records(fields.table)},  # a row per field
         "by_entity_type": {
             etype: records(part[ENTITY_CURVE])
             for etype, part in model.curves_by_entity_type.groupby("entity_type", sort=True)
@@ -311,7 +321,7 @@ def review_curve(model: ModelResult, review: str, costs: Costs = Costs()) -> pd.
 def operating_point(model: ModelResult, *, review: str = "predictions", decide_by: str = "accuracy",
                     value: float = 0.95, scope: str = "one", target: float = 0.95, costs: Costs = Costs(),
                     curve: pd.DataFrame | None = None, fields: FieldThresholds | None = None,
-                    plan: SliceThresholds | None = None) -> OperatingPoint:
+                    plan: SliceThresholds | None = None, floors: dict | None = None) -> OperatingPoint:
     """The operating point chosen by ``decide_by`` and ``value`` (a target accuracy, a share
     of predictions automated, or of documents straight through when whole documents are
     reviewed, reviews per 1,000 documents, or τ), for one τ (``scope="one"``), one τ per
@@ -330,7 +340,7 @@ def operating_point(model: ModelResult, *, review: str = "predictions", decide_b
     n_docs = model.n_documents
     common = {"review": review, "decide_by": decide_by, "scope": scope}
     if scope == "field":
-        fields = fields or per_field_thresholds(base, target)
+        fields = fields or per_field_thresholds(base, target, floors)
         limits = base.thresholds_of(fields.thresholds)
         return OperatingPoint(**common, target=target, threshold=None, limits=limits,
                               point=reviewer(base, limits, costs), reachable=fields.reachable, fields=fields)
@@ -352,7 +362,7 @@ def operating_point(model: ModelResult, *, review: str = "predictions", decide_b
             tau = _best_automated(curve, accuracy, automation)
             extra = {"reachable": False, "best_reachable": rec.best_reachable}
             if review == "predictions":
-                fields = fields or per_field_thresholds(base, value)
+                fields = fields or per_field_thresholds(base, value, floors)
                 extra["fields_reach"] = fields.reviews if fields.reachable else None
     elif decide_by == "automation":
         check_share("value", value)
