@@ -147,6 +147,9 @@ def _evaluate_options(ev: argparse.ArgumentParser) -> None:
     decide.add_argument("--missing-confidence", default="review", choices=tuple(MISSING_POLICIES),
                         help="a prediction without confidence is reviewed at every τ, 0 included "
                              "(default), or automated (counts as 1.0)")
+    decide.add_argument("--assurance", type=float, default=0.95, metavar="C",
+                        help="the assured τ is the smallest whose one-sided lower C-bound of accuracy "
+                             "after review (document bootstrap) reaches the target (default 0.95)")
     decide.add_argument("--per-field-thresholds", action="store_true",
                         help="decide one τ per field (every field at or above its floor, or reviewed "
                              "whole) instead of one τ for every field; the report has both plans")
@@ -366,7 +369,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     decisions = DecisionOptions(target=args.target_accuracy, document_target=args.document_target,
                                 costs=Costs.from_pairs(args.cost), resamples=args.bootstrap, seed=args.seed,
                                 slices=options.meta, review=args.review, floors=_floors(args.field_floor),
-                                per_field=args.per_field_thresholds)
+                                per_field=args.per_field_thresholds, assurance=args.assurance)
     normalizer = Normalizer.from_names(args.normalize, args.compare, args.near_miss)
     peer = PeerOptions(args.cer_threshold, args.peer_structure)
     engine = {}

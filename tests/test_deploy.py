@@ -22,21 +22,34 @@ from kieval_core.review.automation import automation_blockers
 from kieval_core.review.field_thresholds import per_field_thresholds
 
 
+def _predictions(model):
+    """The engine's predictions with a missing confidence read as never automated (-inf),
+    and which identical copies of a value are right redone with it: the most confident
+    (SPEC 4; the engine reads a missing confidence as 1.0)."""
+    pred = model.counted.pred_entities.copy()
+    pred["conf"] = pred["confidence"].fillna(-math.inf)
+    group = pred.groupby(["cell", "copies"], observed=True)
+    right = group["status"].transform(lambda s: int((s == "correct").sum()))
+    rank = group["conf"].rank(method="first", ascending=False)
+    pred["wrong"] = rank > right
+    return pred
+
+
 def _by_hand(model, field: str, tau: float | None) -> float:
     """A field's accuracy after review, from the engine's tables, one prediction at a
     time: a prediction is reviewed when it has no confidence, or one below τ (every one
     when τ is None: reviewed whole); in each cell the first min(reviewed wrong, FN) reviewed
     wrong values become right, every wrong value not reviewed stays an error, additions
     stay (SPEC 4)."""
-    pred, cells = model.counted.pred_entities, model.counted.cells
+    pred, cells = _predictions(model), model.counted.cells
     tp = int(cells.loc[cells["entity_type"] == field, "tp"].sum())
     additions = int(cells.loc[cells["entity_type"] == field, "addition"].sum())
     reviewed_wrong: dict[int, int] = {}
     left = 0
     for row in pred[pred["entity_type"] == field].itertuples(index=False):
-        if row.status == "correct":
+        if not row.wrong:
             continue
-        reviewed = tau is None or math.isnan(row.confidence) or row.confidence < tau
+        reviewed = tau is None or row.conf < tau
         if reviewed:
             reviewed_wrong[row.cell] = reviewed_wrong.get(row.cell, 0) + 1
         else:
@@ -160,3 +173,91 @@ def test_textract_per_field_plan_keeps_every_field_at_its_floor(textract):
     dates = plan.table.set_index("entity_type").loc["date"]
     assert dates["reviewed"] >= 317 and dates["kieval_aligned"] >= 0.95  # was 84.7%, 2 dates reviewed
     assert np.isclose(plan.table["straight_through_gain"].max(), 4 / 347)  # company keeps 4 receipts open
+
+
+# --- assured thresholds ----------------------------------------------------------------------
+
+
+def _documents_by_hand(model, tau: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per GT document (in the model's order) its right values and errors left after review
+    at τ, one prediction at a time (a prediction without a confidence is reviewed)."""
+    pred, cells = _predictions(model), model.counted.cells
+    index = {d: i for i, d in enumerate(model.review.doc_ids)}
+    tp, errors = np.zeros(len(index)), np.zeros(len(index))
+    for cell in cells.itertuples(index=False):
+        tp[index[cell.doc_id]] += cell.tp
+        errors[index[cell.doc_id]] += cell.addition
+    reviewed_wrong: dict[int, int] = {}
+    for row in pred.itertuples(index=False):
+        if not row.wrong:
+            continue
+        if row.conf < tau:
+            reviewed_wrong[row.cell] = reviewed_wrong.get(row.cell, 0) + 1
+        else:
+            errors[index[row.doc_id]] += 1
+    fn, docs = cells["fn"].tolist(), cells["doc_id"].tolist()
+    for cell, r in reviewed_wrong.items():
+        tp[index[docs[cell]]] += min(r, fn[cell])
+    return tp, errors
+
+
+def _bound_by_hand(model, tau: float, assurance: float, resamples: int, seed: int) -> float:
+    """The one-sided lower bound of a seeded bootstrap over documents, written here: draw
+    the resamples 50 at a time, count each drawn document once per draw."""
+    tp, errors = _documents_by_hand(model, tau)
+    n = len(tp)
+    rng = np.random.default_rng(seed)
+    accuracies = []
+    for start in range(0, resamples, 50):
+        for draw in rng.integers(0, n, (min(50, resamples - start), n)):
+            right, wrong = tp[draw].sum(), errors[draw].sum()
+            accuracies.append(right / (right + wrong) if right + wrong else 1.0)
+    return float(np.quantile(accuracies, 1 - assurance))
+
+
+@settings(max_examples=40, deadline=None)
+@given(corpus())
+def test_assured_threshold_is_never_below_the_point_one_and_its_bound_is_a_bootstrap(data):
+    from kieval_core.review.uncertainty import assured_threshold
+
+    gt, (pred,) = data
+    m = evaluate(dataset(gt, "gt"), {"m": dataset(pred, "m")}).models["m"]
+    assured = assured_threshold(m.review, 0.6, 0.9, resamples=120, seed=3)
+    if assured.point_threshold is None:
+        assert not assured.reachable and assured.threshold is None
+        return
+    assert assured.point_lower_bound == _bound_by_hand(m, assured.point_threshold, 0.9, 120, 3)
+    if assured.reachable:
+        assert assured.threshold >= assured.point_threshold
+        assert assured.lower_bound == _bound_by_hand(m, assured.threshold, 0.9, 120, 3) >= 0.6 - 1e-12
+        below = m.curve["threshold"][(m.curve["threshold"] < assured.threshold)
+                                     & (m.curve["threshold"] >= assured.point_threshold)]
+        assert all(_bound_by_hand(m, t, 0.9, 120, 3) < 0.6 - 1e-12 for t in below)  # the smallest
+    elif assured.documents_needed is not None:
+        best = assured.best_threshold
+        accuracy = m.curve.set_index("threshold").loc[best, "kieval_aligned"]
+        gap = accuracy - _bound_by_hand(m, best, 0.9, 120, 3)
+        assert assured.documents_needed == math.ceil(m.n_documents * (gap / (accuracy - 0.6)) ** 2)
+
+
+def test_holdout_does_not_carry_over_when_its_interval_crosses_the_target():
+    from kieval_core.review.uncertainty import Holdout
+
+    def check(low, high):
+        return Holdout(0.95, "a", "b", 0.9, 0.96, 0.957, (low, high), 0.2).carries_over
+
+    assert check(0.951, 0.97) and not check(0.941, 0.971) and not check(0.90, 0.94)
+
+
+def test_textract_assured_threshold_and_the_holdout(textract):
+    from kieval_core.review.uncertainty import assured_threshold, holdout, random_half
+
+    assured = assured_threshold(textract.review, 0.95, 0.95, resamples=1000, seed=0)
+    assert assured.reachable and assured.point_threshold == pytest.approx(0.9996)
+    assert assured.threshold >= assured.point_threshold and assured.lower_bound >= 0.95
+    assert assured.point_lower_bound < 0.95  # the point τ is not assured
+    assert assured.lower_bound == _bound_by_hand(textract, assured.threshold, 0.95, 1000, 0)
+    check = holdout(textract.review, 0.95, random_half(textract.n_documents, 0))
+    assert check.interval_checked[0] < 0.95 < check.interval_checked[1] and check.carries_over is False
+    tight = assured_threshold(textract.review, 0.985, 0.95, resamples=200, seed=0)
+    assert not tight.reachable and tight.documents_needed > textract.n_documents

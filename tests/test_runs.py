@@ -80,9 +80,10 @@ def _renamed(node):
 
 
 #: Keys of a model's ``automation`` section added after 0.1.0 (issue 31), and the one whose
-#: figures changed (per-field plans keep every field at its floor): a run saved before them
+#: figures changed (per-field plans keep every field at its floor; a holdout whose interval
+#: crosses the target does not carry over): a run saved before them
 #: gets them on reading; the rest of its report is unchanged.
-ADDED_AUTOMATION_KEYS = ("confidence_by_field", "per_field")
+ADDED_AUTOMATION_KEYS = ("confidence_by_field", "assured", "per_field", "holdout")
 
 
 def _without_added(report: dict) -> dict:

@@ -215,6 +215,8 @@ def value_at(report_model: dict, key: str) -> Any:
 #: model's report.
 PREDICTION_ROWS = {
     "Recommended τ": "automation.recommended.threshold",
+    "Assured τ": "automation.assured.threshold",
+    "Lower bound at assured τ": "automation.assured.lower_bound",
     "Automation at τ": "automation.recommended.auto_rate",
     "Reviews / 1,000 docs at τ": "automation.recommended.reviews_per_1000_documents",
     "Straight-through at τ": "automation.recommended.straight_through_rate",
@@ -233,7 +235,8 @@ DECISION_ROWS = {**PREDICTION_ROWS, **DOCUMENT_REVIEW_ROWS}
 WHOLE_ROWS = frozenset({"Reviews / 1,000 docs at τ", "Cost / 1,000 docs at min",
                         "Whole-doc cost/1,000 at min"})
 #: Summary rows that hold a threshold (written by :func:`~kieval_core.result.tables.threshold_text`).
-THRESHOLD_ROWS = frozenset({"Recommended τ", "Minimum-cost τ", "Whole-doc τ", "Whole-doc min-cost τ"})
+THRESHOLD_ROWS = frozenset({"Recommended τ", "Assured τ", "Minimum-cost τ", "Whole-doc τ",
+                            "Whole-doc min-cost τ"})
 
 
 def summary_frame(result: EvaluationResult, report: dict) -> pd.DataFrame:
@@ -253,14 +256,24 @@ def summary_frame(result: EvaluationResult, report: dict) -> pd.DataFrame:
         automation = figures["automation"]
         row["Confidences"] = automation["confidence_source"]
         for label, key in shown.items():
-            row[label] = value_at(figures, key)
-            recommended = key.rpartition(".recommended.")[0]
-            if automation["reason"]:
-                row[label] = "no confidences"
-            elif recommended and not value_at(figures, f"{recommended}.recommended.reachable"):
-                row[label] = "not reachable"
+            row[label] = _decision_cell(figures, key)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _decision_cell(figures: dict, key: str) -> Any:
+    """A decision row's value in one model's report, or why it has none."""
+    if figures["automation"]["reason"]:
+        return "no confidences"
+    section, _, _ = key.rpartition(".")
+    if section == "automation.assured":
+        if figures["automation"]["assured"] is None:
+            return "n/a (--bootstrap 0)"
+        return value_at(figures, key) if value_at(figures, f"{section}.reachable") else "not assured"
+    recommended = key.rpartition(".recommended.")[0]
+    if recommended and not value_at(figures, f"{recommended}.recommended.reachable"):
+        return "not reachable"
+    return value_at(figures, key)
 
 
 def decision_notes(report: dict) -> list[str]:
@@ -281,6 +294,7 @@ def decision_notes(report: dict) -> list[str]:
              f"opened document, {escaped_text} (--cost)"]
     policies = {"recommended": "single predictions", "document_review.recommended": "whole documents"}
     lines.extend(missing_confidence_lines(report))
+    lines.extend(assurance_lines(report))
     for name, automation in sections.items():
         for key, policy in policies.items():
             recommended = value_at(automation, key)
@@ -309,6 +323,23 @@ def missing_confidence_lines(report: dict) -> list[str]:
                            f"({f['without_confidence']:,} of {f['predictions']:,})" for f in fields)
         lines.append(f"{name}: predictions without a confidence are "
                      f"{_MISSING_TEXT[automation['missing_confidence']]} (--missing-confidence): {shares}")
+    return lines
+
+
+def assurance_lines(report: dict) -> list[str]:
+    """Per model whose target is reachable on the point estimate but not on the lower
+    bound: how many documents like these would assure it (SPEC 4d)."""
+    lines = []
+    for name, figures in report["models"].items():
+        assured = figures["automation"]["assured"]
+        if not assured or assured["reachable"] or assured["point_threshold"] is None:
+            continue
+        said = (f"{name}: τ {threshold_text(assured['point_threshold'])} reaches {assured['target']:g} on "
+                f"these {assured['documents']:,} documents, but no τ with automation has its "
+                f"{assured['assurance']:.0%} lower bound there (--assurance)")
+        needed = assured["documents_needed"]
+        lines.append(said + (f"; about {needed:,} documents like these would assure "
+                             f"τ {threshold_text(assured['best_threshold'])}" if needed else ""))
     return lines
 
 

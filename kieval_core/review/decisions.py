@@ -34,7 +34,7 @@ from .automation import (
 )
 from .calibration import calibration
 from .field_thresholds import FieldThresholds, per_field_thresholds
-from .uncertainty import bootstrap, holdout, random_half
+from .uncertainty import assured_threshold, bootstrap, holdout, random_half
 
 if TYPE_CHECKING:  # a type only: results draws its notebook view, which reads this module
     from ..result.results import ModelResult
@@ -76,6 +76,9 @@ class DecisionOptions:
     per_field : bool
         Whether the decision is one τ per field (``--per-field-thresholds``) rather than one
         τ for every field; the report has both plans either way.
+    assurance : float
+        The one-sided confidence of the assured threshold (SPEC 4d): the smallest τ whose
+        lower bound of accuracy after review reaches the target (needs the bootstrap).
     """
 
     target: float = 0.95
@@ -87,6 +90,7 @@ class DecisionOptions:
     review: str = "both"
     floors: tuple[tuple[str, float], ...] = ()
     per_field: bool = False
+    assurance: float = 0.95
 
     def __post_init__(self) -> None:
         check_choice("review", self.review, REVIEW_CHOICES)
@@ -101,6 +105,7 @@ class DecisionOptions:
             raise KievalOptionError(msg)
         for entity_type, floor in self.floors:
             check_share(f"floor of {entity_type!r}", floor)
+        check_share("assurance", self.assurance, open_interval=True)
 
     @property
     def documents_target(self) -> float:
@@ -144,7 +149,7 @@ def automation_section(model: ModelResult, options: DecisionOptions,
         full = model.review
         full_review = review_with(full, np.full(full.n_predictions, np.inf), options.costs)
         section.update({
-            "reason": NO_CONFIDENCE, "curve": None, "recommended": None,
+            "reason": NO_CONFIDENCE, "curve": None, "recommended": None, "assured": None,
             "documents": None, "min_cost": None, "per_field": None, "by_entity_type": None,
             "slices": None, "holdout": None, "calibration": None, "calibration_consensus": None,
             "band": None, "document_review": None,
@@ -168,8 +173,8 @@ def automation_section(model: ModelResult, options: DecisionOptions,
 
 
 #: The keys of a model with confidences, in the report's order (null: not asked for).
-SECTION_KEYS = ("curve", "recommended", "documents", "min_cost", "per_field", "by_entity_type", "slices",
-                "holdout", "calibration", "calibration_consensus", "band", "document_review")
+SECTION_KEYS = ("curve", "recommended", "assured", "documents", "min_cost", "per_field", "by_entity_type",
+                "slices", "holdout", "calibration", "calibration_consensus", "band", "document_review")
 
 
 def document_review_section(model: ModelResult, options: DecisionOptions, records: Records = _plain_records
@@ -187,8 +192,10 @@ def _prediction_review(model: ModelResult, options: DecisionOptions, records: Re
     review = model.review
     curve = with_costs(model.curve, options.costs, model.n_documents)
     entity = recommend(curve, options.target, model.n_documents)
-    band = None
+    band = assured = None
     if options.resamples:
+        assured = assured_threshold(review, options.target, options.assurance, options.resamples,
+                                    options.seed, curve).as_dict()
         boot = bootstrap(review, options.target, options.resamples, options.seed)
         # an unreachable target has no threshold, so no interval either (a few resamples that
         # happen to reach it would give one); band.reachable_share says how many did
@@ -202,6 +209,7 @@ def _prediction_review(model: ModelResult, options: DecisionOptions, records: Re
     return {
         "curve": records(curve[ENTITY_CURVE]),
         "recommended": entity.as_dict(),
+        "assured": assured,
         "documents": {"curve": records(curve[DOCUMENT_CURVE]), "recommended": document.as_dict()},
         "min_cost": minimum_cost(curve).as_dict(),
         "per_field": {**fields.as_dict(), "table": _plain_records(fields.table)},  # a row per field
