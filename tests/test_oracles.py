@@ -104,14 +104,15 @@ def test_curve_equals_simulated_review(data):
 
 
 @settings(max_examples=30, deadline=None)
-@given(corpus(), st.sampled_from([0.5, 0.7, 0.8, 0.9]))
-def test_per_field_thresholds_equal_enumeration(data, target):
+@given(corpus(), st.sampled_from([0.5, 0.7, 0.8, 0.9]), st.sampled_from([None, 0.6, 0.95]))
+def test_per_field_thresholds_equal_enumeration(data, target, floor):
     gt, pred = data
     m = _model(gt, pred)
     if not m.has_confidence or len(m.review.entity_types) > 4:
         return
-    fast = per_field_thresholds(m.review, target)
-    expected = naive_field_thresholds(m, target)
+    floors = {} if floor is None else {m.review.entity_types[0]: floor}
+    fast = per_field_thresholds(m.review, target, floors)
+    expected = naive_field_thresholds(m, target, floors)
     assert fast.exact
     if expected is None:
         assert not fast.reachable
