@@ -59,6 +59,11 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
                       help="page images of the documents: DOC_ID.png|jpg|jpeg|webp|tif, DOC_ID/PAGE.png "
                            "or DOC_ID.pdf (shown on the Documents page with the boxes)")
     _limit_options(dash.add_argument_group("limits of the server (each also an environment variable)"), "app")
+    route = sub.add_parser("route", help="apply a decision file to new predictions (no ground truth)",
+                           description="Mark every prediction automate or review and every document "
+                                       "straight_through or open, as a decision file says; print the counts.")
+    if command == "route":
+        _route_options(route)
     sub.add_parser("metrics", help="list every metric with its definition")
     runs_dir = argparse.ArgumentParser(add_help=False)  # before or after the action: both read
     runs_dir.add_argument("--dir", type=Path, metavar="DIR", default=argparse.SUPPRESS,
@@ -168,6 +173,11 @@ def _evaluate_options(ev: argparse.ArgumentParser) -> None:
     out = ev.add_argument_group("outputs and gates")
     out.add_argument("--json", type=Path, metavar="OUT", help="write the JSON report here")
     out.add_argument("--errors-csv", type=Path, metavar="OUT", help="write every error here")
+    out.add_argument("--decision-out", type=Path, metavar="FILE",
+                     help="write the decision (thresholds, what they were chosen for and on) as JSON for "
+                          "'kieval route': one τ (the assured τ when the bootstrap assures one) or one τ "
+                          "per field with --per-field-thresholds; reviewing whole documents with --review "
+                          "documents; needs one model")
     out.add_argument("--csv-formulas", default="escape", choices=CSV_FORMULAS,
                      help="escape (default): a cell beginning with = + - @ tab or CR gets a leading ' so a "
                           "spreadsheet shows it as text; keep: write cells as they are (for pipelines)")
@@ -191,6 +201,26 @@ def _evaluate_options(ev: argparse.ArgumentParser) -> None:
     out.add_argument("--fail-under", action="append", default=[], metavar="KEY=V",
                      type=lambda t: _pair(t, "--fail-under"),
                      help="same as --gate 'KEY>=V' (for metrics where higher is better)")
+
+
+def _route_options(route: argparse.ArgumentParser) -> None:
+    from .read.formats import FORMATS
+    from .review.automation import MISSING_POLICIES
+
+    route.add_argument("--decision", required=True, type=Path, metavar="FILE",
+                       help="a decision file (kieval evaluate --decision-out, or the Automation page)")
+    route.add_argument("--pred", required=True, metavar="[NAME=]PATH",
+                       help="the predictions to route (any format evaluate reads); NAME: the model's name "
+                            "(default: the file's name)")
+    route.add_argument("--out", type=Path, metavar="FILE",
+                       help="write every prediction with its mark: .jsonl or .csv")
+    route.add_argument("--format", default="auto", choices=FORMATS, help="input format (default: auto)")
+    route.add_argument("--key", help="key holding each record's structure (default: auto)")
+    route.add_argument("--alias", action="append", default=[], metavar="OLD=NEW",
+                       type=lambda t: _pair(t, "--alias"), help="rename a key while reading JSON")
+    route.add_argument("--missing-confidence", choices=tuple(MISSING_POLICIES),
+                       help="refuse the decision unless it was chosen with this policy (default: the "
+                            "decision's own)")
 
 
 def _limit_options(group: argparse._ArgumentGroup, context: str) -> None:
@@ -384,6 +414,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         json_out = outputs.add(lambda: StagedFile(args.json, "--json")) if args.json else None
         csv_out = outputs.add(lambda: StagedFile(args.errors_csv, "--errors-csv")) if args.errors_csv \
             else None
+        decision_out = outputs.add(lambda: StagedFile(args.decision_out, "--decision-out")) \
+            if args.decision_out else None
         run = outputs.add(lambda: RunStage(args.save_run, force=args.force)) if args.save_run else None
         if run is not None and args.engine == "dask":
             engine["run_dir"] = run.path
@@ -419,6 +451,8 @@ def _evaluate(args: argparse.Namespace) -> int:
             run.write(result, report.text, _inputs(args.gt, args.pred), _options(args))
         if csv_out is not None:
             csv_text(all_error_lists(result), csv_out.path, args.csv_formulas)
+        if decision_out is not None:
+            decision_out.path.write_text(_decision(result, decisions, args), encoding="utf-8")
         outputs.commit()
     if tracker is not None:
         run_id = tracker.log(result, report, options=_options(args), run_dir=args.save_run,
@@ -428,6 +462,52 @@ def _evaluate(args: argparse.Namespace) -> int:
     for failure in failures:
         _say(f"gate failed: {failure}")
     return EXIT_GATE if failures else EXIT_OK
+
+
+def _decision(result, decisions, args: argparse.Namespace) -> str:
+    """The JSON of ``--decision-out``: the decision of the one model loaded."""
+    from .output.runs import digest
+    from .review.decisions import decide
+
+    if len(result.models) != 1:
+        msg = f"--decision-out needs one model, {len(result.models)} are loaded"
+        raise KievalOptionError(msg)
+    (model,) = result.models.values()
+    chosen_on = {"gt_sha256": digest(args.gt), "pred_sha256": digest(_predictions(args.pred)[model.name])}
+    return decide(model, decisions, chosen_on).to_json()
+
+
+def _route(args: argparse.Namespace) -> int:
+    from .read.formats import LoadOptions
+    from .read.load import load
+    from .review.deploy import Decision
+    from .safe_text import for_terminal
+
+    decision = Decision.load(args.decision)
+    ((name, path),) = _predictions([args.pred]).items()
+    options = LoadOptions(format=args.format, key=args.key, aliases=tuple(args.alias))
+    routing = decision.route(load(path, options, name=name, keep_structures=False), args.missing_confidence)
+    if args.out is not None:
+        routing.write(args.out)
+    s = routing.summary
+    expected = decision.expected
+    lines = [f"{decision.model}: {s['predictions']:,} predictions: {s['automate']:,} automate "
+             f"({s['auto_rate']:.2%}), {s['review']:,} review; {s['documents']:,} documents: "
+             f"{s['straight_through']:,} straight through ({s['straight_through_rate']:.2%}), "
+             f"{s['open']:,} open",
+             f"decision: {decision.review} reviewed below {_thresholds_text(decision.thresholds)}; chosen on "
+             f"{decision.chosen_on.get('documents', '?')} documents: {expected.get('auto_rate', 0):.2%} "
+             f"automated, {expected.get('straight_through_rate', 0):.2%} straight through"]
+    for line in lines:
+        print(for_terminal(line))
+    return EXIT_OK
+
+
+def _thresholds_text(thresholds: dict) -> str:
+    from .result.tables import threshold_text
+
+    return ", ".join(f"{'every field' if k == '*' else k} "
+                     + ("(whole)" if v is None else f"τ {threshold_text(v)}") for k, v in thresholds.items())
 
 
 def _floors(pairs: list[tuple[str, str]]) -> tuple[tuple[str, float], ...]:
@@ -576,6 +656,8 @@ def main(argv: list[str] | None = None) -> int:
                 return _dashboard(args, server_options)
             if args.command == "runs":
                 return _runs(args)
+            if args.command == "route":
+                return _route(args)
             return _list_metrics()
     except Interrupted as stop:  # SIGINT / SIGTERM: what was not finished was removed
         _say(f"kieval: stopped by {stop}; outputs not yet complete were not written")

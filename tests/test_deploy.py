@@ -261,3 +261,112 @@ def test_textract_assured_threshold_and_the_holdout(textract):
     assert check.interval_checked[0] < 0.95 < check.interval_checked[1] and check.carries_over is False
     tight = assured_threshold(textract.review, 0.985, 0.95, resamples=200, seed=0)
     assert not tight.reachable and tight.documents_needed > textract.n_documents
+
+
+# --- the decision as a file ------------------------------------------------------------------
+
+
+def _follows_the_rule(decision, routing) -> None:
+    """Reviewing single predictions: automate iff a confidence is present and at or above
+    its field's τ (a field reviewed whole: never); whole documents: review iff its document
+    has such a prediction."""
+    marks = routing.predictions
+    tau = marks["entity_type"].map(lambda t: decision.thresholds.get(t, decision.thresholds.get("*")))
+    present = marks["confidence"].notna()
+    if decision.missing_confidence == "automate":
+        present = present | True
+    confident = present & (marks["confidence"].fillna(1.0) >= tau.astype(float).fillna(np.inf))
+    if decision.review == "predictions":
+        assert ((marks["mark"] == "automate") == confident).all()
+    opened = set(marks.loc[~confident, "doc_id"])
+    assert ((marks["document"] == "open") == marks["doc_id"].isin(opened)).all()
+    if decision.review == "documents":
+        assert ((marks["mark"] == "review") == marks["doc_id"].isin(opened)).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(corpus())
+def test_routing_the_predictions_a_decision_was_chosen_on_reproduces_it(data):
+    from kieval_core.review.decisions import decision_of, operating_point
+    from kieval_core.review.deploy import Decision
+
+    gt, (pred,) = data
+    predictions = dataset(pred, "m")
+    m = evaluate(dataset(gt, "gt"), {"m": predictions}).models["m"]
+    if not m.has_confidence:
+        return
+    for review in ("predictions", "documents"):
+        for scope, decide_by in (("one", "accuracy"), ("one", "automation"), ("field", "accuracy")):
+            op = operating_point(m, review=review, decide_by=decide_by, value=0.7, scope=scope, target=0.7)
+            decision = Decision.from_dict(json.loads(decision_of(m, op).to_json()))
+            routing = decision.route(predictions)
+            assert routing.summary["auto_rate"] == decision.expected["auto_rate"]
+            assert routing.summary["straight_through_rate"] == decision.expected["straight_through_rate"]
+            _follows_the_rule(decision, routing)
+
+
+def test_a_decision_that_does_not_fit_is_refused_naming_the_difference(tmp_path):
+    from kieval_core.review.deploy import Decision
+
+    m = _two_fields()
+    predictions = load(write_jsonl(tmp_path / "m.jsonl", [
+        {"doc_id": "A", "prediction": {"total": {"value": "5", "confidence": 0.8}}}]))
+    decision = Decision("m", "predictions", "review", {"total": 0.7, "date": None})
+    with pytest.raises(KievalOptionError, match=r"^field\(s\) 'date' of the decision are absent from the"):
+        decision.route(predictions)
+    with pytest.raises(KievalOptionError, match="chosen for model 'gpt', the predictions are 'm'"):
+        Decision("gpt", "predictions", "review", {"*": 0.5}).route(predictions)
+    with pytest.raises(KievalOptionError, match="chosen with --missing-confidence review, not automate"):
+        Decision("m", "predictions", "review", {"*": 0.5}).route(predictions, "automate")
+    with pytest.raises(KievalOptionError, match="'total' the decision has no τ for"):
+        Decision("m", "predictions", "review", {"date": 0.5}).route(predictions)
+    (tmp_path / "bad.json").write_text('{"thresholds": {"*": 0.5}}', encoding="utf-8")
+    with pytest.raises(Exception, match="not a kieval decision file"):
+        Decision.load(tmp_path / "bad.json")
+    assert m.n_documents == 3
+
+
+def test_route_command_writes_marks_as_jsonl_and_csv(tmp_path, capsys):
+    gt = write_jsonl(tmp_path / "gt.jsonl", [{"doc_id": "A", "gt_parse": {"total": "5", "date": "1/1"}},
+                                             {"doc_id": "B", "gt_parse": {"total": "7", "date": "2/2"}}])
+    pred = write_jsonl(tmp_path / "m.jsonl", [
+        {"doc_id": "A", "prediction": {"total": {"value": "5", "confidence": 0.8}, "date": "1/1"}},
+        {"doc_id": "B", "prediction": {"total": {"value": "=7", "confidence": 0.6},
+                                       "date": {"value": "8/8", "confidence": 0.95}}}])
+    decision = tmp_path / "d.json"
+    assert main(["evaluate", "--gt", str(gt), "--pred", str(pred), "--bootstrap", "0", "--target-accuracy",
+                 "0.5", "--decision-out", str(decision)]) == 0
+    saved = json.loads(decision.read_text("utf-8"))
+    assert saved["kieval_decision"] == 1 and saved["model"] == "m" and saved["thresholds"] == {"*": 0.0}
+    assert saved["missing_confidence"] == "review" and saved["chosen_on"]["documents"] == 2
+    assert len(saved["chosen_on"]["gt_sha256"]) == 64
+    capsys.readouterr()
+    out = tmp_path / "marks.jsonl"
+    assert main(["route", "--decision", str(decision), "--pred", str(pred), "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "m: 4 predictions: 3 automate (75.00%), 1 review; 2 documents: 1 straight through (50.00%)" in said
+    rows = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+    assert [r["mark"] for r in rows] == ["automate", "review", "automate", "automate"]
+    assert rows[1]["confidence"] is None and rows[1]["document"] == "open"
+    csv = tmp_path / "m.csv"
+    assert main(["route", "--decision", str(decision), "--pred", str(pred), "--out", str(csv)]) == 0
+    assert "'=7" in csv.read_text("utf-8")  # never a live formula
+    assert main(["route", "--decision", str(decision), "--pred", f"other={pred}"]) == 2
+    assert "chosen for model 'm', the predictions are 'other'" in capsys.readouterr().err
+
+
+def test_textract_decisions_route_back_to_their_figures(textract, tmp_path):
+    from kieval_core import Decision, DecisionOptions
+    from kieval_core.review.decisions import decide
+
+    sroie = SHARED_DATA / "sroie" / "predictions" / "aws_textract_analyzeexpense.jsonl"
+    for options in (DecisionOptions(resamples=200), DecisionOptions(per_field=True, resamples=0),
+                    DecisionOptions(review="documents", resamples=0)):
+        decide(textract, options).save(tmp_path / "d.json")
+        decision = Decision.load(tmp_path / "d.json")
+        routing = decision.route(load(sroie, name="textract"))
+        assert routing.summary["auto_rate"] == decision.expected["auto_rate"]
+        assert routing.summary["straight_through_rate"] == decision.expected["straight_through_rate"]
+        _follows_the_rule(decision, routing)
+        assert routing.predictions["mark"][routing.predictions["confidence"].isna()].eq("review").all()
+    assert decision.thresholds == {"*": 0.0} and decision.review == "documents"

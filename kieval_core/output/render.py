@@ -269,6 +269,8 @@ def _decision_cell(figures: dict, key: str) -> Any:
     if section == "automation.assured":
         if figures["automation"]["assured"] is None:
             return "n/a (--bootstrap 0)"
+        if value_at(figures, f"{section}.point_threshold") is None:
+            return "not reachable"
         return value_at(figures, key) if value_at(figures, f"{section}.reachable") else "not assured"
     recommended = key.rpartition(".recommended.")[0]
     if recommended and not value_at(figures, f"{recommended}.recommended.reachable"):

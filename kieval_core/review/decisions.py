@@ -33,6 +33,7 @@ from .automation import (
     with_costs,
 )
 from .calibration import calibration
+from .deploy import EVERY_FIELD, Decision
 from .field_thresholds import FieldThresholds, per_field_thresholds
 from .uncertainty import assured_threshold, bootstrap, holdout, random_half
 
@@ -406,3 +407,61 @@ def _best_automated(curve: pd.DataFrame, accuracy: str, automation: str) -> floa
         return float(curve["threshold"].iloc[-1])
     best = automated.sort_values([accuracy, "threshold"], ascending=[False, True], kind="stable")
     return float(best["threshold"].iloc[0])
+
+
+# --- the decision as a file (SPEC 4d) ------------------------------------------------------
+
+
+def decision_of(model: ModelResult, op: OperatingPoint, *, assurance: float | None = None,
+                accuracy_lower: float | None = None, chosen_on: dict | None = None) -> Decision:
+    """The decision file of an operating point: its thresholds (one τ, or one per field
+    with null for a field reviewed whole), what it was chosen for, and its figures on the
+    data it was chosen on. A plan per slice of documents is refused: its τ depend on
+    metadata new predictions do not carry."""
+    if op.scope.startswith("slice:"):
+        msg = ("one τ per slice cannot be written as a decision file (new predictions carry no metadata); "
+               "choose one τ or one τ per field")
+        raise KievalOptionError(msg)
+    if op.fields is not None and op.scope == "field":
+        thresholds = {t: None if t in op.fields.whole else float(tau)
+                      for t, tau in op.fields.thresholds.items()}
+        floors = dict(op.fields.floors)
+    else:
+        thresholds, floors = {EVERY_FIELD: float(op.threshold)}, {}
+    p = op.point
+    return Decision(
+        model=model.name, review=op.review, missing_confidence=model.missing_confidence,
+        thresholds=thresholds, target=op.target, assurance=assurance, floors=floors,
+        expected={"accuracy": p.kieval_aligned, "accuracy_lower": accuracy_lower, "auto_rate": p.auto_rate,
+                  "straight_through_rate": p.straight_through_rate,
+                  "cost_per_1000_documents": p.cost_per_1000_documents},
+        chosen_on={"documents": model.n_documents, "gt_sha256": None, "pred_sha256": None,
+                   **(chosen_on or {})},
+    )
+
+
+def decide(model: ModelResult, options: DecisionOptions, chosen_on: dict | None = None) -> Decision:
+    """The decision ``kieval evaluate --decision-out`` writes: reviewing whole documents
+    when ``options.review`` is ``documents`` (else single predictions); one τ per field
+    (``options.per_field``) or one τ for every field, the assured τ when the bootstrap
+    assures one (single predictions), else the point recommendation (or the best accuracy
+    with automation when the target is out of reach)."""
+    if not model.has_confidence:
+        msg = f"{model.name}: {NO_CONFIDENCE}, so there is no threshold to decide"
+        raise KievalOptionError(msg)
+    review = "documents" if options.review == "documents" else "predictions"
+    common = {"review": review, "target": options.target, "costs": options.costs,
+              "floors": dict(options.floors)}
+    if options.per_field:
+        return decision_of(model, operating_point(model, scope="field", **common), chosen_on=chosen_on)
+    op = operating_point(model, decide_by="accuracy", value=options.target, **common)
+    if review == "documents" or not options.resamples:
+        return decision_of(model, op, chosen_on=chosen_on)
+    assured = assured_threshold(model.review, options.target, options.assurance, options.resamples,
+                                options.seed)
+    if not assured.reachable:
+        return decision_of(model, op, assurance=options.assurance, chosen_on=chosen_on)
+    op = replace(operating_point(model, decide_by="threshold", value=assured.threshold, **common),
+                 target=options.target)
+    return decision_of(model, op, assurance=options.assurance, accuracy_lower=assured.lower_bound,
+                       chosen_on=chosen_on)
