@@ -266,10 +266,11 @@ class _Progress:
 
 def _format_summary(frame: pd.DataFrame) -> str:
     """Metrics as rows, models as columns; counts with thousands separators, fractions
-    with four decimals, thresholds as :func:`~kieval_core.result.tables.threshold_text`
+    with four decimals, thresholds as :func:`~kieval_core.review.automation.threshold_text`
     writes them (just above the largest confidence is "> 1 (review all)", not 1.0000)."""
     from .output.render import THRESHOLD_ROWS, WHOLE_ROWS
-    from .result.tables import cell_text, threshold_text
+    from .result.tables import cell_text
+    from .review.automation import threshold_text
 
     def text_of(value, row: str) -> str:
         if row in THRESHOLD_ROWS and isinstance(value, float):
@@ -374,21 +375,14 @@ def _evaluate(args: argparse.Namespace) -> int:
     from .count.normalize import Normalizer
     from .count.peer_families import PeerOptions
     from .evaluate import evaluate
-    from .output.render import (
-        decision_notes,
-        document_target_line,
-        per_field_lines,
-        render_report,
-        summary_frame,
-    )
+    from .output.render import render_report, summary_frame
     from .output.runs import RunStage
     from .output.tracking import MlflowTarget
     from .read.formats import LoadOptions
     from .result.results import all_error_lists
-    from .result.suggest import hint_lines
     from .review.automation import Costs
     from .review.decisions import DecisionOptions
-    from .safe_text import csv_text, for_terminal
+    from .safe_text import csv_text
 
     _batch_memory_pool()
     related = tuple(f.strip() for f in args.related_fields.split(",") if f.strip())
@@ -402,12 +396,7 @@ def _evaluate(args: argparse.Namespace) -> int:
                                 per_field=args.per_field_thresholds, assurance=args.assurance)
     normalizer = Normalizer.from_names(args.normalize, args.compare, args.near_miss)
     peer = PeerOptions(args.cer_threshold, args.peer_structure)
-    engine = {}
-    if args.engine == "dask":  # the workers write the detail and return the error lists, if asked
-        engine = {"engine": "dask", "scheduler": args.scheduler,
-                  "collect_error_list": args.errors_csv is not None or args.mlflow is not None}
-    elif args.scheduler is not None:
-        raise KievalOptionError("--scheduler needs --engine dask")
+    engine = _engine(args)
     # the store is found (or the missing extra named) before the work starts
     tracker = MlflowTarget.open(args.mlflow or None) if args.mlflow is not None else None
     with OutputSet() as outputs:  # every output is staged before the work starts, then committed together
@@ -430,21 +419,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             progress.close()
             summary = _format_summary(summary_frame(result, report.figures))
         undefined = [str(w.message) for w in caught if issubclass(w.category, UndefinedMetricWarning)]
-        print("\n".join(for_terminal(line) for line in summary.splitlines()))
-        for line in decision_notes(report.figures):
-            print(for_terminal(line))
-        if args.per_field_thresholds:
-            for line in per_field_lines(report.figures):
-                print(for_terminal(line))
-        if args.document_target is not None:  # its figures have no row of the table
-            print(for_terminal(document_target_line(report.figures)))
-        if result.comparators:
-            compared = ", ".join(f"{t}={c}" for t, c in result.comparators.items())
-            print(for_terminal(f"comparators: {compared}"))
-        for line in [] if args.no_hints else hint_lines(result):
-            print(for_terminal(f"try: {line}"))
-        for warning in [*result.all_warnings, *dict.fromkeys(undefined)]:
-            _say(f"warning: {warning}")
+        _say_results(args, result, report.figures, summary, undefined)
         if json_out is not None:
             json_out.path.write_text(report.text, encoding="utf-8")
         if run is not None:
@@ -464,10 +439,40 @@ def _evaluate(args: argparse.Namespace) -> int:
     return EXIT_GATE if failures else EXIT_OK
 
 
+def _engine(args: argparse.Namespace) -> dict:
+    """Where to run: this process, or a Dask cluster whose workers write the detail and
+    return the error lists, if asked."""
+    if args.engine == "dask":
+        return {"engine": "dask", "scheduler": args.scheduler,
+                "collect_error_list": args.errors_csv is not None or args.mlflow is not None}
+    if args.scheduler is not None:
+        raise KievalOptionError("--scheduler needs --engine dask")
+    return {}
+
+
+def _say_results(args: argparse.Namespace, result, figures: dict, summary: str, undefined: list[str]) -> None:
+    """The summary and the lines under it on stdout; warnings on stderr."""
+    from .output.render import decision_notes, document_target_line, per_field_lines
+    from .result.suggest import hint_lines
+    from .safe_text import for_terminal
+
+    lines = [*summary.splitlines(), *decision_notes(figures)]
+    if args.per_field_thresholds:
+        lines += per_field_lines(figures)
+    if args.document_target is not None:  # its figures have no row of the table
+        lines.append(document_target_line(figures))
+    if result.comparators:
+        lines.append("comparators: " + ", ".join(f"{t}={c}" for t, c in result.comparators.items()))
+    lines += [] if args.no_hints else [f"try: {line}" for line in hint_lines(result)]
+    print("\n".join(for_terminal(line) for line in lines))
+    for warning in [*result.all_warnings, *dict.fromkeys(undefined)]:
+        _say(f"warning: {warning}")
+
+
 def _decision(result, decisions, args: argparse.Namespace) -> str:
     """The JSON of ``--decision-out``: the decision of the one model loaded."""
     from .output.runs import digest
-    from .review.decisions import decide
+    from .review.operating_point import decide
 
     if len(result.models) != 1:
         msg = f"--decision-out needs one model, {len(result.models)} are loaded"
@@ -504,7 +509,7 @@ def _route(args: argparse.Namespace) -> int:
 
 
 def _thresholds_text(thresholds: dict) -> str:
-    from .result.tables import threshold_text
+    from .review.automation import threshold_text
 
     return ", ".join(f"{'every field' if k == '*' else k} "
                      + ("(whole)" if v is None else f"τ {threshold_text(v)}") for k, v in thresholds.items())

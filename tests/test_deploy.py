@@ -287,8 +287,8 @@ def _follows_the_rule(decision, routing) -> None:
 @settings(max_examples=40, deadline=None)
 @given(corpus())
 def test_routing_the_predictions_a_decision_was_chosen_on_reproduces_it(data):
-    from kieval_core.review.decisions import decision_of, operating_point
     from kieval_core.review.deploy import Decision
+    from kieval_core.review.operating_point import decision_of, operating_point
 
     gt, (pred,) = data
     predictions = dataset(pred, "m")
@@ -357,7 +357,7 @@ def test_route_command_writes_marks_as_jsonl_and_csv(tmp_path, capsys):
 
 def test_textract_decisions_route_back_to_their_figures(textract, tmp_path):
     from kieval_core import Decision, DecisionOptions
-    from kieval_core.review.decisions import decide
+    from kieval_core.review.operating_point import decide
 
     sroie = SHARED_DATA / "sroie" / "predictions" / "aws_textract_analyzeexpense.jsonl"
     for options in (DecisionOptions(resamples=200), DecisionOptions(per_field=True, resamples=0),

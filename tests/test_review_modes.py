@@ -305,7 +305,7 @@ def test_operating_points_by_every_way_of_deciding(data, review, value):
         review_documents_by_entity_type,
         review_with,
     )
-    from kieval_core.review.decisions import operating_point, review_curve
+    from kieval_core.review.operating_point import operating_point, review_curve
 
     gt, (pred,) = data
     m = _model(gt, pred)
@@ -336,7 +336,7 @@ def test_operating_points_by_every_way_of_deciding(data, review, value):
 
 
 def test_an_unreachable_target_shows_the_best_point_with_automation(rpa_files):
-    from kieval_core.review.decisions import operating_point
+    from kieval_core.review.operating_point import operating_point
 
     model = evaluate(*rpa_files).models["m"]
     op = operating_point(model, decide_by="accuracy", value=0.95)

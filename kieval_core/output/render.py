@@ -23,7 +23,8 @@ from ..count.causes import CAUSE_COLUMNS, CAUSES_OF_KIND
 from ..result.inputs import model_row
 from ..result.registry import metrics_of
 from ..result.results import EvaluationResult, ModelResult
-from ..result.tables import cell_text, threshold_text
+from ..result.tables import cell_text
+from ..review.automation import threshold_text
 from ..review.decisions import DecisionOptions, automation_section
 
 
@@ -234,7 +235,7 @@ DECISION_ROWS = {**PREDICTION_ROWS, **DOCUMENT_REVIEW_ROWS}
 #: Summary rows shown as whole numbers (per 1,000 documents).
 WHOLE_ROWS = frozenset({"Reviews / 1,000 docs at τ", "Cost / 1,000 docs at min",
                         "Whole-doc cost/1,000 at min"})
-#: Summary rows that hold a threshold (written by :func:`~kieval_core.result.tables.threshold_text`).
+#: Summary rows that hold a threshold (written by :func:`~kieval_core.review.automation.threshold_text`).
 THRESHOLD_ROWS = frozenset({"Recommended τ", "Assured τ", "Minimum-cost τ", "Whole-doc τ",
                             "Whole-doc min-cost τ"})
 

@@ -395,6 +395,27 @@ def automation_blockers(model: ReviewModel, limits: np.ndarray) -> pd.DataFrame:
     })[BLOCKER_COLUMNS]
 
 
+def threshold_text(tau: float | None, short: bool = False) -> str:
+    """A threshold τ for people. Curves end just above the largest confidence, where every
+    prediction is reviewed: above 1 that reads "> 1 (review all)" ("> 1" when ``short``),
+    and a τ just above a confidence that four decimals would round down reads "> 0.9993",
+    so nobody sets 0.9993 and gets another operating point.
+
+    >>> threshold_text(0.66754), threshold_text(0.6675), threshold_text(1.0000000000000002)
+    ('0.6675', '0.6675', '> 1 (review all)')
+    >>> threshold_text(0.9993000000000001), threshold_text(1.0000000000000002, short=True)
+    ('> 0.9993', '> 1')
+    >>> threshold_text(None)
+    'n/a'
+    """
+    if tau is None or tau != tau:
+        return "n/a"
+    if tau > 1.0:
+        return "> 1" if short else "> 1 (review all)"
+    text = f"{tau:.4f}"
+    return f"> {text}" if 0 < tau - float(text) < 1e-9 else text
+
+
 # --- one operating point ------------------------------------------------------------------
 
 

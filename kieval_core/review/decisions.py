@@ -16,25 +16,20 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import KievalOptionError
-from ..validation import check_choice, check_instance, check_int, check_number, check_share
+from ..validation import check_choice, check_instance, check_int, check_share
 from .automation import (
-    _LEVELS,
     NO_CONFIDENCE,
     Costs,
-    ReviewPoint,
     automation_curve,
     confidence_by_field,
     document_review_curve,
     minimum_cost,
     recommend,
-    recommend_for_budget,
-    review_documents_with,
     review_with,
     with_costs,
 )
 from .calibration import calibration
-from .deploy import EVERY_FIELD, Decision
-from .field_thresholds import FieldThresholds, per_field_thresholds
+from .field_thresholds import per_field_thresholds
 from .uncertainty import assured_threshold, bootstrap, holdout, random_half
 
 if TYPE_CHECKING:  # a type only: results draws its notebook view, which reads this module
@@ -275,193 +270,3 @@ def slice_thresholds(model: ModelResult, key: str, target: float) -> SliceThresh
         if rec.reachable:
             doc_limit[mine] = rec.threshold
     return SliceThresholds(key, target, rows, doc_limit[review.doc])
-
-
-# --- one operating point (what the Automation page shows) ---------------------------------
-
-#: How an operating point is chosen: a target accuracy, an automation rate, a review budget
-#: (reviews per 1,000 documents) or the threshold itself.
-DECIDE_BY = ("accuracy", "automation", "budget", "threshold")
-#: Per review mode: the level of its recommendations and its figures at one point.
-_MODES = {"predictions": ("entity", review_with), "documents": ("document_review", review_documents_with)}
-
-
-@dataclass(frozen=True, eq=False)
-class OperatingPoint:
-    """One operating point and every figure at it (SPEC 4, 4b, 4c).
-
-    ``threshold`` is the one τ (None with per-field or per-slice thresholds: ``limits``
-    holds every prediction's). When a target cannot be reached with automation,
-    ``reachable`` is False and the point shown is the best accuracy with some automation
-    (``best_reachable``, at ``threshold``); ``fields_reach`` then gives the reviews one τ
-    per field needs to reach it, when it can. ``fields`` and ``unreachable_slices`` belong
-    to per-field and per-slice thresholds.
-    """
-
-    review: str
-    decide_by: str
-    scope: str
-    target: float | None
-    threshold: float | None
-    limits: np.ndarray
-    point: ReviewPoint
-    reachable: bool = True
-    best_reachable: float | None = None
-    fields_reach: int | None = None
-    fields: FieldThresholds | None = None
-    unreachable_slices: tuple[str, ...] = ()
-
-    @property
-    def opened_per_1000_documents(self) -> float:
-        """Documents opened (at least one prediction below its threshold) per 1,000."""
-        p = self.point
-        return 1000.0 * p.opened_documents / p.documents if p.documents else 0.0
-
-
-def review_curve(model: ModelResult, review: str, costs: Costs = Costs()) -> pd.DataFrame:
-    """The curve of a review mode with costs: single predictions (:func:`with_costs` of
-    the model's curve) or whole documents (:func:`document_review_curve`)."""
-    check_choice("review", review, _MODES)
-    if review == "documents":
-        return document_review_curve(model.review, costs)
-    return with_costs(model.curve, costs, model.n_documents)
-
-
-def operating_point(model: ModelResult, *, review: str = "predictions", decide_by: str = "accuracy",
-                    value: float = 0.95, scope: str = "one", target: float = 0.95, costs: Costs = Costs(),
-                    curve: pd.DataFrame | None = None, fields: FieldThresholds | None = None,
-                    plan: SliceThresholds | None = None, floors: dict | None = None) -> OperatingPoint:
-    """The operating point chosen by ``decide_by`` and ``value`` (a target accuracy, a share
-    of predictions automated, or of documents straight through when whole documents are
-    reviewed, reviews per 1,000 documents, or τ), for one τ (``scope="one"``), one τ per
-    field (``"field"``) or per value of a metadata key (``"slice:KEY"``); per-field and
-    per-slice thresholds are always chosen for ``target``. ``curve`` (:func:`review_curve`),
-    ``fields`` and ``plan`` may be passed when already computed.
-
-    Whole documents with per-field or per-slice thresholds: the thresholds chosen for
-    single predictions decide which documents are opened.
-    """
-    level, reviewer = _MODES[check_choice("review", review, _MODES)]
-    check_choice("decide_by", decide_by, DECIDE_BY)
-    check_number("value", value)
-    check_share("target", target)
-    base = model.review
-    n_docs = model.n_documents
-    common = {"review": review, "decide_by": decide_by, "scope": scope}
-    if scope == "field":
-        fields = fields or per_field_thresholds(base, target, floors)
-        limits = base.thresholds_of(fields.thresholds)
-        return OperatingPoint(**common, target=target, threshold=None, limits=limits,
-                              point=reviewer(base, limits, costs), reachable=fields.reachable, fields=fields)
-    if scope.startswith("slice:"):
-        plan = plan or slice_thresholds(model, scope.split(":", 1)[1], target)
-        return OperatingPoint(**common, target=target, threshold=None, limits=plan.limits,
-                              point=reviewer(base, plan.limits, costs), reachable=not plan.unreachable,
-                              unreachable_slices=tuple(plan.unreachable))
-    check_choice("scope", scope, ("one", "field", "slice:KEY"))
-    curve = review_curve(model, review, costs) if curve is None else curve
-    accuracy, automation = _LEVELS[level]
-    extra: dict = {}
-    if decide_by == "accuracy":
-        check_share("value", value)
-        target = value
-        rec = recommend(curve, value, n_docs, level)
-        tau = rec.threshold
-        if not rec.reachable:
-            tau = _best_automated(curve, accuracy, automation)
-            extra = {"reachable": False, "best_reachable": rec.best_reachable}
-            if review == "predictions":
-                fields = fields or per_field_thresholds(base, value, floors)
-                extra["fields_reach"] = fields.reviews if fields.reachable else None
-    elif decide_by == "automation":
-        check_share("value", value)
-        ok = np.flatnonzero(curve[automation].to_numpy() >= value - 1e-12)
-        tau = float(curve["threshold"].iloc[int(ok[-1])]) if len(ok) else 0.0
-    elif decide_by == "budget":
-        tau = recommend_for_budget(curve, value, n_docs).threshold
-    else:
-        tau = float(value)
-    limits = np.full(base.n_predictions, tau)
-    return OperatingPoint(**common, target=target if decide_by == "accuracy" else None, threshold=tau,
-                          limits=limits, point=reviewer(base, limits, costs), **extra)
-
-
-def starting_threshold(curve: pd.DataFrame, target: float, n_documents: int,
-                       review: str = "predictions") -> float:
-    """The τ a threshold control starts from: the recommendation for ``target`` (``curve``
-    of :func:`review_curve` for ``review``), else the best accuracy with some automation,
-    where deciding by accuracy puts it; never review everything, which a target out of
-    reach used to open the control on (0% automated)."""
-    level = _MODES[check_choice("review", review, _MODES)][0]
-    rec = recommend(curve, target, n_documents, level)
-    if rec.reachable:
-        return float(rec.threshold)
-    return _best_automated(curve, *_LEVELS[level])
-
-
-def _best_automated(curve: pd.DataFrame, accuracy: str, automation: str) -> float:
-    """The smallest threshold of best accuracy among those with some automation (the last
-    threshold when none has any)."""
-    automated = curve[curve[automation] > 0]
-    if not len(automated):
-        return float(curve["threshold"].iloc[-1])
-    best = automated.sort_values([accuracy, "threshold"], ascending=[False, True], kind="stable")
-    return float(best["threshold"].iloc[0])
-
-
-# --- the decision as a file (SPEC 4d) ------------------------------------------------------
-
-
-def decision_of(model: ModelResult, op: OperatingPoint, *, assurance: float | None = None,
-                accuracy_lower: float | None = None, chosen_on: dict | None = None) -> Decision:
-    """The decision file of an operating point: its thresholds (one τ, or one per field
-    with null for a field reviewed whole), what it was chosen for, and its figures on the
-    data it was chosen on. A plan per slice of documents is refused: its τ depend on
-    metadata new predictions do not carry."""
-    if op.scope.startswith("slice:"):
-        msg = ("one τ per slice cannot be written as a decision file (new predictions carry no metadata); "
-               "choose one τ or one τ per field")
-        raise KievalOptionError(msg)
-    if op.fields is not None and op.scope == "field":
-        thresholds = {t: None if t in op.fields.whole else float(tau)
-                      for t, tau in op.fields.thresholds.items()}
-        floors = dict(op.fields.floors)
-    else:
-        thresholds, floors = {EVERY_FIELD: float(op.threshold)}, {}
-    p = op.point
-    return Decision(
-        model=model.name, review=op.review, missing_confidence=model.missing_confidence,
-        thresholds=thresholds, target=op.target, assurance=assurance, floors=floors,
-        expected={"accuracy": p.kieval_aligned, "accuracy_lower": accuracy_lower, "auto_rate": p.auto_rate,
-                  "straight_through_rate": p.straight_through_rate,
-                  "cost_per_1000_documents": p.cost_per_1000_documents},
-        chosen_on={"documents": model.n_documents, "gt_sha256": None, "pred_sha256": None,
-                   **(chosen_on or {})},
-    )
-
-
-def decide(model: ModelResult, options: DecisionOptions, chosen_on: dict | None = None) -> Decision:
-    """The decision ``kieval evaluate --decision-out`` writes: reviewing whole documents
-    when ``options.review`` is ``documents`` (else single predictions); one τ per field
-    (``options.per_field``) or one τ for every field, the assured τ when the bootstrap
-    assures one (single predictions), else the point recommendation (or the best accuracy
-    with automation when the target is out of reach)."""
-    if not model.has_confidence:
-        msg = f"{model.name}: {NO_CONFIDENCE}, so there is no threshold to decide"
-        raise KievalOptionError(msg)
-    review = "documents" if options.review == "documents" else "predictions"
-    common = {"review": review, "target": options.target, "costs": options.costs,
-              "floors": dict(options.floors)}
-    if options.per_field:
-        return decision_of(model, operating_point(model, scope="field", **common), chosen_on=chosen_on)
-    op = operating_point(model, decide_by="accuracy", value=options.target, **common)
-    if review == "documents" or not options.resamples:
-        return decision_of(model, op, chosen_on=chosen_on)
-    assured = assured_threshold(model.review, options.target, options.assurance, options.resamples,
-                                options.seed)
-    if not assured.reachable:
-        return decision_of(model, op, assurance=options.assurance, chosen_on=chosen_on)
-    op = replace(operating_point(model, decide_by="threshold", value=assured.threshold, **common),
-                 target=options.target)
-    return decision_of(model, op, assurance=options.assurance, accuracy_lower=assured.lower_bound,
-                       chosen_on=chosen_on)

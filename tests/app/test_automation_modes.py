@@ -26,7 +26,7 @@ from kieval_core import LoadOptions, evaluate, load
 from kieval_core.figures.text import number, pct
 from kieval_core.result.consensus import with_confidence_sources
 from kieval_core.review.automation import review_documents_with
-from kieval_core.review.decisions import operating_point
+from kieval_core.review.operating_point import operating_point
 
 DECIDE_BY = ("accuracy", "automation", "budget", "threshold")
 
@@ -73,7 +73,8 @@ def test_whole_documents_cards_are_the_cores_operating_point(sample_result):
     assert cards["Accuracy after review"] == pct(expected.kieval_aligned)
     assert cards["Straight through"] == pct(expected.straight_through_rate)
     assert cards["Right after review"] == pct(expected.document_accuracy)
-    assert cards["Opened / 1,000 docs"] == number(round(op.opened_per_1000_documents))
+    assert cards["Documents opened / 1,000 docs"] == number(round(op.opened_per_1000_documents))
+    assert cards["Predictions reviewed / 1,000 docs"] == number(round(expected.reviews_per_1000_documents))
     assert cards["Cost / 1,000 docs"] == number(round(expected.cost_per_1000_documents))
     table = frame_with(at, "entity_type", "fixed", "errors_left")
     assert int(table["errors_left"].sum()) == expected.errors_left  # the per-field table follows the mode too
