@@ -376,13 +376,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     from .count.peer_families import PeerOptions
     from .evaluate import evaluate
     from .output.render import render_report, summary_frame
-    from .output.runs import RunStage
     from .output.tracking import MlflowTarget
     from .read.formats import LoadOptions
-    from .result.results import all_error_lists
     from .review.automation import Costs
     from .review.decisions import DecisionOptions
-    from .safe_text import csv_text
 
     _batch_memory_pool()
     related = tuple(f.strip() for f in args.related_fields.split(",") if f.strip())
@@ -400,12 +397,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     # the store is found (or the missing extra named) before the work starts
     tracker = MlflowTarget.open(args.mlflow or None) if args.mlflow is not None else None
     with OutputSet() as outputs:  # every output is staged before the work starts, then committed together
-        json_out = outputs.add(lambda: StagedFile(args.json, "--json")) if args.json else None
-        csv_out = outputs.add(lambda: StagedFile(args.errors_csv, "--errors-csv")) if args.errors_csv \
-            else None
-        decision_out = outputs.add(lambda: StagedFile(args.decision_out, "--decision-out")) \
-            if args.decision_out else None
-        run = outputs.add(lambda: RunStage(args.save_run, force=args.force)) if args.save_run else None
+        json_out, csv_out, run, decision_out = _staged(outputs, args)
         if run is not None and args.engine == "dask":
             engine["run_dir"] = run.path
         progress = _Progress()
@@ -420,12 +412,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             summary = _format_summary(summary_frame(result, report.figures))
         undefined = [str(w.message) for w in caught if issubclass(w.category, UndefinedMetricWarning)]
         _say_results(args, result, report.figures, summary, undefined)
-        if json_out is not None:
-            json_out.path.write_text(report.text, encoding="utf-8")
-        if run is not None:
-            run.write(result, report.text, _inputs(args.gt, args.pred), _options(args))
-        if csv_out is not None:
-            csv_text(all_error_lists(result), csv_out.path, args.csv_formulas)
+        _write(args, result, report, json_out, csv_out, run)
         if decision_out is not None:
             decision_out.path.write_text(_decision(result, decisions, args), encoding="utf-8")
         outputs.commit()
@@ -440,14 +427,40 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _engine(args: argparse.Namespace) -> dict:
-    """Where to run: this process, or a Dask cluster whose workers write the detail and
-    return the error lists, if asked."""
+    """evaluate()'s engine options: the local engine, or Dask (the workers write the detail
+    and return the error lists, if asked)."""
     if args.engine == "dask":
         return {"engine": "dask", "scheduler": args.scheduler,
                 "collect_error_list": args.errors_csv is not None or args.mlflow is not None}
     if args.scheduler is not None:
         raise KievalOptionError("--scheduler needs --engine dask")
     return {}
+
+
+def _staged(outputs: OutputSet, args: argparse.Namespace) -> tuple:
+    """The outputs asked for (--json, --errors-csv, --save-run, --decision-out), each staged (None
+    when not asked)."""
+    from .output.runs import RunStage
+
+    json_out = outputs.add(lambda: StagedFile(args.json, "--json")) if args.json else None
+    csv_out = outputs.add(lambda: StagedFile(args.errors_csv, "--errors-csv")) if args.errors_csv else None
+    run = outputs.add(lambda: RunStage(args.save_run, force=args.force)) if args.save_run else None
+    decision = outputs.add(lambda: StagedFile(args.decision_out, "--decision-out")) \
+        if args.decision_out else None
+    return json_out, csv_out, run, decision
+
+
+def _write(args: argparse.Namespace, result, report, json_out, csv_out, run) -> None:
+    """The staged outputs written (committed together by the caller)."""
+    from .result.results import all_error_lists
+    from .safe_text import csv_text
+
+    if json_out is not None:
+        json_out.path.write_text(report.text, encoding="utf-8")
+    if run is not None:
+        run.write(result, report.text, _inputs(args.gt, args.pred), _options(args))
+    if csv_out is not None:
+        csv_text(all_error_lists(result), csv_out.path, args.csv_formulas)
 
 
 def _say_results(args: argparse.Namespace, result, figures: dict, summary: str, undefined: list[str]) -> None:

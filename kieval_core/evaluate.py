@@ -22,9 +22,9 @@ from .result.scoring import (
     DatasetLike,
     KeyCounts,
     Progress,
-    combine,
-    evaluate_model,
+    finish,
     named_inputs,
+    score_model,
     unique_name,
 )
 
@@ -125,8 +125,8 @@ def _evaluate(gt, predictions, *, normalizer, metrics, load_options, peer_option
         report(2 + 2 * i, steps, f"read {name}")
     models: dict[str, ModelResult] = {}
     for i, (name, pred) in enumerate(preds.items()):
-        models[name] = evaluate_model(gt_set, pred, name=name, normalizer=normalizer, families=families,
-                                      peer_options=peer_options)
+        models[name] = score_model(gt_set, pred, name=name, normalizer=normalizer, families=families,
+                                   peer_options=peer_options)
         report(3 + 2 * i, steps, f"scored {name}")
     keys = {name: KeyCounts.of(pred) for name, pred in preds.items()}
-    return combine(gt_set, models, keys, normalizer, families)
+    return finish(gt_set, models, keys, normalizer, families)
