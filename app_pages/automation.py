@@ -425,8 +425,8 @@ def cost_chart(op) -> None:
 def field_table(op) -> None:
     """Per field at the operating point; in a per-field plan its floor is editable."""
     st.markdown(
-        f"**Per field at this operating point** ({REVIEWS[op.review]}): the straight-through column says "
-        "how many more documents would skip review if that field alone were always automated"
+        f"**Per field at this operating point** ({REVIEWS[op.review]}); *straight-through gain*: the share "
+        "of documents that would skip review if that field alone were always automated (automation blockers)"
     )
     table = op.by_field.copy()
     table["threshold"] = [("reviewed whole" if t is None else threshold_text(t)) for t in table["threshold"]]
@@ -440,7 +440,7 @@ def field_table(op) -> None:
             "kieval_aligned": "accuracy after",
             "meets_floor": "at floor",
             "opened_documents": "docs opened",
-            "straight_through_gain": "straight through if always automated",
+            "straight_through_gain": "straight-through gain",
         },
     )
     columns["floor"] = st.column_config.NumberColumn("floor %", format="%.1f", min_value=0.0, max_value=100.0)
@@ -464,7 +464,8 @@ def field_table(op) -> None:
     )
     st.caption(
         "Edit a field's floor (its accuracy after review must reach it; default: the target). A field that "
-        "cannot reach its floor with any automation is reviewed whole."
+        "cannot reach its floor with any automation is reviewed whole. τ 0.0000 automates every value of the "
+        "field that carries a confidence; a value without one follows *Predictions without confidence* above."
     )
 
 

@@ -296,9 +296,9 @@ def _dressed(context: DecisionContext, op: OperatingPoint, floors: tuple, assura
 
 
 #: The columns of :attr:`OperatingPoint.by_field`.
-BY_FIELD_COLUMNS = ["entity_type", "threshold", "floor", "predictions", "share_without_confidence",
-                    "reviewed", "fixed", "errors_left", "kieval_aligned", "meets_floor", "opened_documents",
-                    "straight_through_gain"]
+BY_FIELD_COLUMNS = ["entity_type", "threshold", "floor", "kieval_aligned", "meets_floor",
+                    "straight_through_gain", "share_without_confidence", "predictions", "reviewed", "fixed",
+                    "errors_left", "opened_documents"]
 
 
 def _by_field(context: DecisionContext, op: OperatingPoint, floors: dict) -> pd.DataFrame:
