@@ -117,6 +117,14 @@ def _evaluate_options(ev: argparse.ArgumentParser) -> None:
     score.add_argument("--compare", action="append", default=[], metavar="TYPE=NAME",
                        help="compare an entity type (a glob such as '*.price' allowed; repeatable) with "
                             f"a comparator: {', '.join(COMPARATORS)} (default exact)")
+    score.add_argument("--ignore", action="append", default=[], metavar="TYPE",
+                       help="leave an entity type (or glob) out of scoring on both sides; counted and "
+                            "named in the report (repeatable)")
+    score.add_argument("--rules", action="append", default=[], metavar="FILE|suggested",
+                       help="field rules: a JSON Schema whose properties carry x-kieval-comparator / "
+                            "x-kieval-ignore, stickler's x-aws-stickler-comparator or extract-bench's "
+                            "evaluation_config; or 'suggested' to apply the rules inferred from the files. "
+                            "--compare and --ignore come first")
     score.add_argument("--near-miss", type=float, default=0.8, metavar="X",
                        help="a substitution whose values have a normalised Levenshtein similarity of at "
                             "least X is a near miss (default 0.8)")
@@ -380,6 +388,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from .read.formats import LoadOptions
     from .review.automation import Costs
     from .review.decisions import DecisionOptions
+    from .rules import FieldRules
 
     _batch_memory_pool()
     related = tuple(f.strip() for f in args.related_fields.split(",") if f.strip())
@@ -391,7 +400,8 @@ def _evaluate(args: argparse.Namespace) -> int:
                                 costs=Costs.from_pairs(args.cost), resamples=args.bootstrap, seed=args.seed,
                                 slices=options.meta, review=args.review, floors=_floors(args.field_floor),
                                 per_field=args.per_field_thresholds, assurance=args.assurance)
-    normalizer = Normalizer.from_names(args.normalize, args.compare, args.near_miss)
+    normalizer = Normalizer.from_names(args.normalize, (), args.near_miss)
+    rules = FieldRules.of([*args.rules, FieldRules.from_options(args.compare, args.ignore)])
     peer = PeerOptions(args.cer_threshold, args.peer_structure)
     engine = _engine(args)
     # the store is found (or the missing extra named) before the work starts
@@ -403,7 +413,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         progress = _Progress()
         with warnings.catch_warnings(record=True) as caught:  # undefined scores, shown once below
             warnings.simplefilter("always", UndefinedMetricWarning)
-            result = evaluate(args.gt, _predictions(args.pred), normalizer=normalizer, metrics=args.metrics,
+            result = evaluate(args.gt, _predictions(args.pred), normalizer=normalizer, rules=rules,
+                              metrics=args.metrics,
                               load_options=options, progress=progress, peer_options=peer,
                               missing_confidence=args.missing_confidence,
                               confidence_from=args.confidence_from, **engine)
@@ -465,7 +476,7 @@ def _write(args: argparse.Namespace, result, report, json_out, csv_out, run) -> 
 
 def _say_results(args: argparse.Namespace, result, figures: dict, summary: str, undefined: list[str]) -> None:
     """The summary and the lines under it on stdout; warnings on stderr."""
-    from .output.render import decision_notes, document_target_line, per_field_lines
+    from .output.render import decision_notes, document_target_line, per_field_lines, rules_lines
     from .result.suggest import hint_lines
     from .safe_text import for_terminal
 
@@ -474,8 +485,7 @@ def _say_results(args: argparse.Namespace, result, figures: dict, summary: str, 
         lines += per_field_lines(figures)
     if args.document_target is not None:  # its figures have no row of the table
         lines.append(document_target_line(figures))
-    if result.comparators:
-        lines.append("comparators: " + ", ".join(f"{t}={c}" for t, c in result.comparators.items()))
+    lines += rules_lines(result)
     lines += [] if args.no_hints else [f"try: {line}" for line in hint_lines(result)]
     print("\n".join(for_terminal(line) for line in lines))
     for warning in [*result.all_warnings, *dict.fromkeys(undefined)]:
@@ -568,7 +578,8 @@ def _inputs(gt: str, preds: list[str]) -> dict:
 
 def _options(args: argparse.Namespace) -> dict:
     """The reading and scoring options of a run (JSON values, for its manifest)."""
-    keys = ("format", "key", "alias", "meta", "related_fields", "list_sep", "normalize", "compare",
+    keys = ("format", "key", "alias", "meta", "related_fields", "list_sep", "normalize", "compare", "ignore",
+            "rules",
             "near_miss", "metrics", "cer_threshold", "peer_structure", "engine", "missing_confidence",
             "confidence_from")
     return {k: getattr(args, k) for k in keys}

@@ -7,7 +7,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from .count.normalize import Normalizer
 from .count.peer_families import PeerOptions, needs_structures
@@ -27,6 +29,7 @@ from .result.scoring import (
     score_model,
     unique_name,
 )
+from .rules import GT_ORDER_DATE, FieldRules
 
 #: The engines of :func:`evaluate`: this process, or a Dask cluster (:mod:`kieval_core.scale.distributed`).
 ENGINES = ("local", "dask")
@@ -53,6 +56,7 @@ def evaluate(
     scheduler: str | None = None,
     missing_confidence: str = "review",
     confidence_from: str = "model",
+    rules: FieldRules | Mapping[str, str] | str | Path | Sequence | None = None,
     **dask_options,
 ) -> EvaluationResult:
     """Evaluate one or more prediction sets against a ground truth.
@@ -78,6 +82,12 @@ def evaluate(
     scheduler
         With ``engine="dask"``: the address of a running Dask scheduler; None starts a
         ``LocalCluster`` on this machine's cores.
+    rules
+        Field rules (SPEC 2d, :mod:`kieval_core.rules`): a :class:`~kieval_core.rules.FieldRules`,
+        ``{type or glob: comparator or "ignore"}``, a rules file (JSON Schema), ``"suggested"``
+        (apply the rules inferred from the files), or a list of these. The normaliser's
+        ``comparators`` count as rules the user gives. ``result.rule_figures`` holds the
+        figures strictly, under these rules and under the suggested ones.
     missing_confidence, confidence_from
         What review does with predictions without confidence (``review``, the default:
         never automated, at every threshold; ``automate``: they count as 1.0), and where
@@ -85,7 +95,11 @@ def evaluate(
         ``consensus`` of the other models for models without any); see
         :func:`kieval_core.result.consensus.with_confidence_sources`.
     """
-    result = _evaluate(gt, predictions, normalizer=normalizer, metrics=metrics, load_options=load_options,
+    normalizer = normalizer or Normalizer()
+    field_rules = FieldRules.of(rules).over(FieldRules.from_mapping(
+        dict(normalizer.comparators), declared_by="Normalizer(comparators=...)"))
+    result = _evaluate(gt, predictions, normalizer=dataclasses.replace(normalizer, comparators=()),
+                       rules=field_rules, metrics=metrics, load_options=load_options,
                        peer_options=peer_options, progress=progress, engine=engine, scheduler=scheduler,
                        **dask_options)
     if (missing_confidence, confidence_from) == ("review", "model"):
@@ -93,7 +107,7 @@ def evaluate(
     return with_confidence_sources(result, missing_confidence, confidence_from)
 
 
-def _evaluate(gt, predictions, *, normalizer, metrics, load_options, peer_options, progress, engine,
+def _evaluate(gt, predictions, *, normalizer, rules, metrics, load_options, peer_options, progress, engine,
               scheduler, **dask_options) -> EvaluationResult:
     if engine not in ENGINES:
         msg = f"unknown engine {engine!r}; choose {' or '.join(ENGINES)}"
@@ -101,6 +115,11 @@ def _evaluate(gt, predictions, *, normalizer, metrics, load_options, peer_option
     if engine == "dask":
         from .scale.distributed import evaluate_dask
 
+        if rules.apply_suggested or any(r.ignore or r.comparator == GT_ORDER_DATE for r in rules.rules):
+            msg = ("ignored fields, dates in the ground truth's order and suggested rules: "
+                   "only with engine='local'")
+            raise KievalOptionError(msg)
+        normalizer = dataclasses.replace(normalizer, comparators=rules.comparator_pairs())
         options = {"normalizer": normalizer, "metrics": metrics, "load_options": load_options,
                    "progress": progress, "scheduler": scheduler}
         return evaluate_dask(gt, predictions, **options, **dask_options)
@@ -108,7 +127,6 @@ def _evaluate(gt, predictions, *, normalizer, metrics, load_options, peer_option
         named = ", ".join(["scheduler"] * (scheduler is not None) + sorted(dask_options))
         msg = f"{named}: only with engine='dask'"
         raise KievalOptionError(msg)
-    normalizer = normalizer or Normalizer()
     families = resolve_families(metrics)
     named = named_inputs(predictions)
     steps = 1 + 2 * len(named)
@@ -123,10 +141,26 @@ def _evaluate(gt, predictions, *, normalizer, metrics, load_options, peer_option
         unique_name(name, preds)
         preds[name] = pred
         report(2 + 2 * i, steps, f"read {name}")
-    models: dict[str, ModelResult] = {}
-    for i, (name, pred) in enumerate(preds.items()):
-        models[name] = score_model(gt_set, pred, name=name, normalizer=normalizer, families=families,
-                                   peer_options=peer_options)
-        report(3 + 2 * i, steps, f"scored {name}")
     keys = {name: KeyCounts.of(pred) for name, pred in preds.items()}
-    return finish(gt_set, models, keys, normalizer, families)
+    rules = rules.bound_to(gt_set, normalizer)
+    ignored: dict[str, int] = {}
+    gt_set = rules.without_ignored(gt_set, ignored)
+    preds = {name: rules.without_ignored(pred, ignored) for name, pred in preds.items()}
+
+    def scored(rules: FieldRules, families: tuple[str, ...], step: bool) -> EvaluationResult:
+        compared = dataclasses.replace(normalizer, comparators=rules.comparator_pairs())
+        models: dict[str, ModelResult] = {}
+        for i, (name, pred) in enumerate(preds.items()):
+            models[name] = score_model(gt_set, pred, name=name, normalizer=compared, families=families,
+                                       peer_options=peer_options)
+            if step:
+                report(3 + 2 * i, steps, f"scored {name}")
+        return finish(gt_set, models, keys, compared, families, rules=rules, ignored=ignored)
+
+    if not rules.apply_suggested:
+        return scored(rules, families, step=True)
+    # the suggestions need the substitutions under the other rules: counted first, KIEval only
+    from .result.suggest import suggested_rules
+
+    first = scored(rules, ("kieval",), step=False)
+    return scored(suggested_rules(first).over(rules), families, step=True)
