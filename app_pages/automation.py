@@ -508,9 +508,9 @@ def decision(model, tag: tuple, scopes: dict, chosen_on: dict) -> None:
     value = choice.pop("value")
     if choice["scope"] == "one" and choice["decide_by"] == "threshold":
         value = threshold_slider(context, choice["review"], choice["target"])
-    op = operating_point(
-        context, value=value, floors=st.session_state["auto_floors"], chosen_on=chosen_on, **choice
-    )
+    # floors edited for another model's fields stay in the session for it
+    floors = {k: v for k, v in st.session_state["auto_floors"].items() if k in model.review.entity_types}
+    op = operating_point(context, value=value, floors=floors, chosen_on=chosen_on, **choice)
     notices_and_file(op, model)
     cards(op)
     charts(op)

@@ -82,6 +82,9 @@ def test_floors_set_in_the_per_field_table_are_the_plans(sample_result):
     assert _cards(at)["Accuracy after review"] == pct(point.kieval_aligned)
     table = frame_with(at, "entity_type", "floor")  # the data editor of the per-field plan
     assert table.set_index("entity_type").loc[field, "floor"] == pytest.approx(50.0)
+    at.session_state["auto_floors"] = {field: 0.5, "a field of another model": 0.9}
+    at.sidebar.selectbox(key="model").set_value("simulated-weak").run()
+    _no_exception(at)  # floors of fields this model lacks are left aside
 
 
 def _cards(at) -> dict[str, str]:
