@@ -99,11 +99,17 @@ def score_model(gt: Dataset, pred: Dataset, *, name: str, normalizer: Normalizer
     """
     if not partition:
         check_overlap(gt, pred)
-    scored = score(gt, pred, normalizer)
-    tally = Tally.from_counted(scored.counted, ReviewModel.from_counted(scored.counted))
-    return model_result(name, pred, tally, scored.missing, scored.unknown,
-                        meta=gt.meta, counted=scored.counted,
-                        peer=compute_peer(families, gt, scored.restricted, peer_options))
+    # predicted documents absent from the GT are left out of every figure (and named in the
+    # warnings); every figure of a document depends on that document alone, so scoring
+    # disjoint sets of documents apart and merging the tallies gives the figures of the whole
+    restricted = restrict(gt, pred)
+    gt_ids, pred_ids = set(gt.doc_ids), set(pred.doc_ids)
+    missing = tuple(sorted(d for d in gt.doc_ids if d not in pred_ids))
+    unknown = tuple(sorted(d for d in pred.doc_ids if d not in gt_ids))
+    counted = count(gt, restricted, normalizer)
+    tally = Tally.from_counted(counted, ReviewModel.from_counted(counted))
+    return model_result(name, pred, tally, missing, unknown, meta=gt.meta, counted=counted,
+                        peer=compute_peer(families, gt, restricted, peer_options))
 
 
 def model_result(name: str, pred: Dataset | DatasetSummary, tally: Tally, missing: tuple[str, ...],
@@ -119,28 +125,6 @@ def model_result(name: str, pred: Dataset | DatasetSummary, tally: Tally, missin
         peer={} if peer is None else peer, meta=meta, format=pred.format, notes=pred.notes,
         partition_error_list=partition_error_list,
     )
-
-
-@dataclass(frozen=True)
-class Scored:
-    """One prediction set counted against the ground truth (or a partition of both)."""
-
-    counted: Counted
-    restricted: Dataset  # the predictions of GT documents only
-    missing: tuple[str, ...]  # GT documents without predictions, sorted
-    unknown: tuple[str, ...]  # predicted documents absent from the GT, sorted
-
-
-def score(gt: Dataset, pred: Dataset, normalizer: Normalizer) -> Scored:
-    """Restrict the predictions to the GT documents and count them. Every figure of a
-    document depends on that document alone, so scoring disjoint sets of documents apart
-    and merging the tallies gives the figures of the whole (a distributed run)."""
-    restricted = restrict(gt, pred)
-    gt_ids = set(gt.doc_ids)
-    pred_ids = set(pred.doc_ids)
-    missing = tuple(sorted(d for d in gt.doc_ids if d not in pred_ids))
-    unknown = tuple(sorted(d for d in pred.doc_ids if d not in gt_ids))
-    return Scored(count(gt, restricted, normalizer), restricted, missing, unknown)
 
 
 def restrict(gt: Dataset, pred: Dataset) -> Dataset:
