@@ -1,21 +1,24 @@
 """Measure the two structural figures of issue 30 with ``sys.setprofile`` (stdlib only).
 
-``python bench/trace_house.py`` prints both and, with ``--calls``, every counted call:
+``python bench/trace_house.py`` prints both (``--calls``: every counted call and frame):
 
 (a) **Returns following gt.** ``evaluate(gt, {"weak": pred})`` on the sample
     (``sample_data/cord_v2_gt.jsonl`` and ``sim_weak.jsonl``, the default metrics). A call
     counts when its function lives in ``kieval_core`` and one of its arguments (``self``
     included) is the ground truth's path (as text or a ``Path``), an object a counted call
-    returned (the Dataset read from it, and so on), or a tuple, list or dict holding one. The
-    counted calls give a sequence of modules (a run of calls in one module is one entry); a
-    *return* is an entry whose module the sequence had already left.
+    returned (the Dataset read from it, and so on), or a tuple, list or dict holding one.
+    Accessors (a ``@property``, a dataclass's generated methods) are left out. Each counted
+    call is placed in its layer (``kieval_core.read.formats.nested`` is in ``read``,
+    ``kieval_core.rules`` is ``rules``); a *return* is a run of calls in a layer the
+    sequence had already left (``result > count > result`` is one).
 (b) **Hops from an upload to the first Overview figure.** The dashboard run headless with
-    ``streamlit.testing.v1.AppTest``: the sample's ground truth is uploaded through the widget,
-    then ``sim_weak.jsonl`` as the predictions. Followed the same way from the uploaded bytes
-    (project code only: ``kieval_core``, ``kieval_app``, ``app_pages``), a *hop* is a counted
-    call that the project makes from another project function, until the first call of a
-    builder of ``kieval_core.figures.overview`` returns (accessors that only read a field, a
-    ``@property`` or a dataclass's generated methods, are not hops; see ``--calls``).
+    ``streamlit.testing.v1.AppTest``: the sample's ground truth is uploaded through the
+    widget, then ``sim_weak.jsonl`` as the predictions. At the first call of each stage
+    (the file read: ``load_bytes``; counted: ``engine.count``; the result finished:
+    ``scoring.finish``; the Overview's first figure: ``corrections_figure``) the project's
+    frames on the stack are kept. A *hop* is one project call between the script's run and
+    the four stages, each call counted once (a frame shared by two stacks is one hop); the
+    frames summed over the four stacks are printed beside it.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
-from collections.abc import Callable, Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,20 +37,17 @@ PRED = SAMPLE / "sim_weak.jsonl"
 class Follower:
     """A profile function that follows values through the calls of some packages."""
 
-    def __init__(self, seeds: Iterable[object], packages: tuple[str, ...], path: str | None = None,
-                 stop: Callable[[str, str], bool] | None = None) -> None:
-        self.kept: dict[int, object] = {id(s): s for s in seeds}  # kept alive: ids stay unique
+    def __init__(self, packages: tuple[str, ...], path: str) -> None:
+        self.kept: dict[int, object] = {}  # what counted calls returned, kept alive: ids stay unique
         self.packages = packages
         self.path = path
-        self.stop = stop
-        self.stopped = False
         self.calls: list[tuple[str, str, bool]] = []  # (module, function, is an accessor)
         self.open: set[int] = set()  # frames of counted calls, waiting for their return
 
     def _held(self, value: object) -> bool:
         if id(value) in self.kept:
             return True
-        if self.path is not None and isinstance(value, (str, Path)) and str(value) == self.path:
+        if isinstance(value, (str, Path)) and str(value) == self.path:
             return True
         if isinstance(value, (tuple, list)):
             return any(id(v) in self.kept for v in value[:64])
@@ -57,8 +56,6 @@ class Follower:
         return False
 
     def __call__(self, frame, event: str, arg: object) -> None:
-        if self.stopped:
-            return
         if event == "call":
             module = frame.f_globals.get("__name__", "")
             if not module.startswith(self.packages) or frame.f_code.co_name == "<module>":
@@ -73,9 +70,6 @@ class Follower:
             self.open.discard(id(frame))
             if arg is not None and not isinstance(arg, (bool, int, float, str)):
                 self.kept[id(arg)] = arg
-            module = frame.f_globals.get("__name__", "")
-            if self.stop is not None and self.stop(module, frame.f_code.co_qualname):
-                self.stopped = True
 
 
 def _accessor(frame) -> bool:
@@ -106,7 +100,7 @@ def returns(modules: list[str]) -> tuple[list[str], int]:
 def trace_evaluate(show: bool) -> int:
     from kieval_core import evaluate
 
-    follower = Follower([], ("kieval_core",), path=str(GT))
+    follower = Follower(("kieval_core",), path=str(GT))
     gt_path = str(GT)
     sys.setprofile(follower)
     try:
