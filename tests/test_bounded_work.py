@@ -185,3 +185,17 @@ def test_a_dense_table_is_estimated_by_its_lines():
     dense = b"doc_id,entity,value\n" + lines
     assert load_estimate(dense, "dense.csv") >= 200_000 * BYTES_PER_ENTITY  # before: 5 a byte, 4.4x less
     assert load_estimate(dense, "dense.jsonl") == 5 * len(dense)  # nested JSON: by its bytes
+
+
+def test_a_dataset_built_in_python_is_checked_too():
+    from kieval_core import evaluate
+
+    gt = load_bytes(_menu_line_bytes("gt_parse", 2_001), "gt.jsonl", LoadOptions(
+        limits=replace(Limits.defaults("cli"), groups_per_doc=5_000)))
+    with pytest.raises(LimitExceeded, match="2,001 groups of type 'menu'"):
+        evaluate(gt, {"same": gt})
+
+
+def _menu_line_bytes(key: str, lines: int) -> bytes:
+    menu = [{"nm": {"value": f"ITEM {i}"}} for i in range(lines)]
+    return (json.dumps({"doc_id": "big", key: {"menu": menu}}) + "\n").encode()
