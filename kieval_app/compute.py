@@ -170,13 +170,20 @@ def admit_upload(store: Store, session: str, sources: Sources, source: Source, o
 
 def page_images(store: Store, source: Source) -> PageImages:
     """Page images read and downscaled once per content, shared by every session (raises
-    :class:`KievalInputError` for an archive that cannot be read or is too large)."""
+    :class:`KievalInputError` for an archive that cannot be read or is too large). They are
+    read in a child process whatever their bytes (a few KB can hold pages of millions of
+    pixels): the server's other sessions keep the GIL and the child can be killed."""
     limits = image_limits()
 
     def read() -> PageImages:
-        return read_page_images(image_files(source.data, source.name, limits), source.name, limits)
+        return run_isolated(read_images, source.data, source.name, limits)
 
     return store.get(_images_key(source, limits), read)
+
+
+def read_images(data: bytes, name: str, limits: ImageLimits) -> PageImages:
+    """The pages of one upload of page images (a zip or one file): what the child runs."""
+    return read_page_images(image_files(data, name, limits), name, limits)
 
 
 def image_limits() -> ImageLimits:

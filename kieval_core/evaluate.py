@@ -15,7 +15,7 @@ from .count.normalize import Normalizer
 from .count.peer_families import PeerOptions, needs_structures
 from .exceptions import KievalOptionError
 from .read.dataset import Dataset
-from .read.formats import LoadOptions
+from .read.formats import LoadOptions, check_scoring_cost
 from .read.load import load
 from .result.consensus import with_confidence_sources
 from .result.registry import resolve_families
@@ -37,8 +37,8 @@ ENGINES = ("local", "dask")
 
 def _as_dataset(item: DatasetLike, options: LoadOptions, name: str | None = None,
                 keep_structures: bool = False) -> Dataset:
-    if isinstance(item, Dataset):
-        return item
+    if isinstance(item, Dataset):  # built in Python: the scoring limits hold for it too
+        return check_scoring_cost(item, options.limits)
     return load(item, options, name=name, keep_structures=keep_structures)
 
 
