@@ -54,7 +54,7 @@ def evaluate(
     progress: Progress | None = None,
     engine: str = "local",
     scheduler: str | None = None,
-    missing_confidence: str = "automate",
+    missing_confidence: str = "review",
     confidence_from: str = "model",
     rules: FieldRules | Mapping[str, str] | str | Path | Sequence | None = None,
     **dask_options,
@@ -89,8 +89,9 @@ def evaluate(
         ``comparators`` count as rules the user gives. ``result.rule_figures`` holds the
         figures strictly, under these rules and under the suggested ones.
     missing_confidence, confidence_from
-        What review does with predictions without confidence (``automate``: they count
-        as 1.0; ``review``: as 0.0), and where confidences come from (``model``, or
+        What review does with predictions without confidence (``review``, the default:
+        never automated, at every threshold; ``automate``: they count as 1.0), and where
+        confidences come from (``model``, or
         ``consensus`` of the other models for models without any); see
         :func:`kieval_core.result.consensus.with_confidence_sources`.
     """
@@ -101,7 +102,7 @@ def evaluate(
                        rules=field_rules, metrics=metrics, load_options=load_options,
                        peer_options=peer_options, progress=progress, engine=engine, scheduler=scheduler,
                        **dask_options)
-    if (missing_confidence, confidence_from) == ("automate", "model"):
+    if (missing_confidence, confidence_from) == ("review", "model"):
         return result
     return with_confidence_sources(result, missing_confidence, confidence_from)
 
