@@ -19,6 +19,7 @@ No Streamlit here: the frame passes the store, the session id and a progress cal
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import logging
 import threading
@@ -31,10 +32,10 @@ from typing import Any
 
 from kieval_core import Dataset, DecisionOptions, EvaluationResult, KievalInputError, ModelResult, load_bytes
 from kieval_core.count.peer_families import PeerFigures, needs_structures
-from kieval_core.limits import Limits, load_cost
+from kieval_core.limits import Limits, load_cost, matching_cost
 from kieval_core.output.render import render_report
 from kieval_core.output.runs import SavedRun, load_run, save_run
-from kieval_core.read.formats import load_estimate
+from kieval_core.read.formats import group_counts, load_estimate
 from kieval_core.read.page_images import ImageLimits, PageImages, image_files, read_page_images
 from kieval_core.result.registry import resolve_families
 from kieval_core.result.scoring import (
@@ -46,7 +47,7 @@ from kieval_core.result.scoring import (
     score_model,
 )
 from kieval_core.result.suggest import suggested_rules
-from kieval_core.rules import FieldRules
+from kieval_core.rules import Applied, FieldRules
 
 from .serving.isolation import ChildDied, run_isolated
 from .serving.store import Busy, Store, Task, TaskCancelled
@@ -122,12 +123,8 @@ def read_dataset(store: Store, source: Source, options: AppOptions, role: str,
     freed. It raises what the read raised, or :class:`~kieval_app.serving.isolation.ChildDied`."""
     name = "ground truth" if role == "gt" else source.stem
     cost = load_estimate(source.data, source.name)
-    arguments = (source.data, source.name, options.load_options(role))
-    keywords = {"name": name, "keep_structures": _keep_structures(options)}
-
-    def read() -> Dataset:
-        return _run(store, cost, waiting, load_bytes, *arguments, **keywords)
-
+    read = functools.partial(_run, store, cost, waiting, load_bytes, source.data, source.name,
+                             options.load_options(role), name=name, keep_structures=_keep_structures(options))
     return store.get(_dataset_key(source, options, role), read, cost=cost, waiting=waiting)
 
 
@@ -173,13 +170,20 @@ def admit_upload(store: Store, session: str, sources: Sources, source: Source, o
 
 def page_images(store: Store, source: Source) -> PageImages:
     """Page images read and downscaled once per content, shared by every session (raises
-    :class:`KievalInputError` for an archive that cannot be read or is too large)."""
+    :class:`KievalInputError` for an archive that cannot be read or is too large). They are
+    read in a child process whatever their bytes (a few KB can hold pages of millions of
+    pixels): the server's other sessions keep the GIL and the child can be killed."""
     limits = image_limits()
 
     def read() -> PageImages:
-        return read_page_images(image_files(source.data, source.name, limits), source.name, limits)
+        return run_isolated(read_images, source.data, source.name, limits)
 
     return store.get(_images_key(source, limits), read)
+
+
+def read_images(data: bytes, name: str, limits: ImageLimits) -> PageImages:
+    """The pages of one upload of page images (a zip or one file): what the child runs."""
+    return read_page_images(image_files(data, name, limits), name, limits)
 
 
 def image_limits() -> ImageLimits:
@@ -242,19 +246,20 @@ def score(store: Store, gt: Source, pred: Source, options: AppOptions,
     A heavy scoring runs in a child process, as a heavy read does (:func:`read_dataset`).
     """
     # scoring holds about what reading both files took (bench/README.md, "Admission"); at
-    # least what reading either takes, so the scoring takes a turn whenever its reads would
+    # least what reading either takes, so the scoring takes a turn whenever its reads would;
+    # and what matching their groups takes, known once they are read (a few thousand lines
+    # in one document cost more than their bytes say: that scoring runs in a child)
     cost = max(load_cost(gt.size + pred.size), *(load_estimate(s.data, s.name) for s in (gt, pred)))
 
     def compute() -> tuple[ModelResult, KeyCounts, dict[str, int]]:
         gt_set = read_dataset(store, gt, options, "gt", waiting)
         pred_set = read_dataset(store, pred, options, "pred", waiting)
-        rules = _rules(options, suggested).bound_to(gt_set, options.normalizer)
+        applied = _rules(options, suggested).applied(gt_set, {}, options.normalizer)
         ignored: dict[str, int] = {}
-        gt_scored = rules.without_ignored(gt_set, {})
-        pred_scored = rules.without_ignored(pred_set, ignored)
-        normalizer = dataclasses.replace(options.normalizer, comparators=rules.comparator_pairs())
-        model = _run(store, cost, waiting, score_model, gt_scored, pred_scored, name=pred.stem,
-                     normalizer=normalizer)
+        pred_scored = applied.rules.without_ignored(pred_set, ignored)
+        matching = matching_cost(group_counts(gt_set).to_dict(), group_counts(pred_set).to_dict())
+        model = _run(store, max(cost, matching), waiting, score_model, applied.gt, pred_scored,
+                     name=pred.stem, normalizer=applied.normalizer)
         return model, KeyCounts.of(pred_set), ignored
 
     return store.get(_model_key(gt, pred, options, suggested), compute, cost=cost, waiting=waiting)
@@ -321,11 +326,17 @@ def build_workspace(
         options = dataclasses.replace(options, gt_meta=aside)
         held[0] = _dataset_key(gt, options, "gt")
         gt_set = read_dataset(store, gt, options, "gt", while_waiting(progress, 0.0, f"Reading {gt.name}"))
-    result, problems, pending = _scored(store, gt, gt_set, sources, options, progress, held, None, gt_keys)
+    families = resolve_families(options.families)
+    sides = {"gt_keys": gt_keys, "score_keys": options.score_keys}
+    applied, models, keys, problems, pending = _scored(store, gt, gt_set, sources, options, progress, held)
+    result = finish(applied.gt, models, keys, applied.normalizer, families, rules=applied.rules,
+                    ignored=applied.ignored, **sides)
     if options.apply_suggested and result.models:
-        suggestions = suggested_rules(result)
-        result, problems, pending = _scored(store, gt, gt_set, sources, options, progress, held, suggestions,
-                                            gt_keys)
+        suggested = suggested_rules(result)
+        applied, models, keys, problems, pending = _scored(store, gt, gt_set, sources, options, progress,
+                                                           held, suggested)
+        result = finish(applied.gt, models, keys, applied.normalizer, families, rules=applied.rules,
+                        ignored=applied.ignored, **sides)
     ws = Workspace(sources, options, result, tuple(problems), key, tuple(pending), result.one_sided)
     ws = _with_images(store, ws, held)
     store.hold(session, held, own_bytes=sources.size)
@@ -333,15 +344,14 @@ def build_workspace(
 
 
 def _scored(store: Store, gt: Source, gt_set: Dataset, sources: Sources, options: AppOptions,
-            progress: Progress, held: list[Hashable], suggested: FieldRules | None, gt_keys: KeyCounts
-            ) -> tuple[EvaluationResult, list[str], list]:
+            progress: Progress, held: list[Hashable], suggested: FieldRules | None = None
+            ) -> tuple[Applied, dict[str, ModelResult], dict[str, KeyCounts], list[str], list]:
     """Every prediction file scored under the options' rules over the ``suggested`` ones
-    applied (KIEval now, peer families in the background), as one result; the problems met
-    and the peer work pending. What it holds in the store goes into ``held``. ``gt_keys``
-    are the ground truth's keys as read (before any was set aside as metadata)."""
-    rules = _rules(options, suggested).bound_to(gt_set, options.normalizer)
-    ignored: dict[str, int] = {}
-    gt_scored = rules.without_ignored(gt_set, ignored)
+    (KIEval now, peer families in the background): the rules applied to the ground truth
+    (with the values they ignored in every file), the models, their keys, the problems met
+    and the peer work pending. What it holds in the store goes into ``held``."""
+    applied = _rules(options, suggested).applied(gt_set, {}, options.normalizer)
+    ignored = dict(applied.ignored)
     models: dict[str, ModelResult] = {}
     keys: dict[str, KeyCounts] = {}
     problems, pending = [], []
@@ -370,10 +380,7 @@ def _scored(store: Store, gt: Source, gt_set: Dataset, sources: Sources, options
             else:
                 peer = figures
         models[name] = dataclasses.replace(model, name=name, peer=peer)
-    normalizer = dataclasses.replace(options.normalizer, comparators=rules.comparator_pairs())
-    result = finish(gt_scored, models, keys, normalizer, resolve_families(options.families), rules=rules,
-                    ignored=ignored, gt_keys=gt_keys, score_keys=options.score_keys)
-    return result, problems, pending
+    return dataclasses.replace(applied, ignored=ignored), models, keys, problems, pending
 
 
 def _pred_keys(store: Store, sources: Sources, options: AppOptions,
@@ -391,22 +398,37 @@ def _pred_keys(store: Store, sources: Sources, options: AppOptions,
 
 
 def open_run(store: Store, session: str, sources: Sources, options: AppOptions) -> Workspace:
-    """A saved run, read once per directory and content, as a read-only workspace."""
+    """A saved run, read once per directory and content, as a read-only workspace. A run
+    this session has open stays as it was read when its directory is deleted or replaced
+    meanwhile (by another session or ``kieval runs``): the session holds it in the store."""
     directory = Path(sources.run)
     manifest = directory / "manifest.json"
     stamp = manifest.stat().st_mtime_ns if manifest.exists() else 0
     key = ("run", str(directory.resolve()), stamp)
+    if stamp == 0:  # gone from the disk: the copy this session holds, if any
+        key = next((k for k in store.held_keys(session) if isinstance(k, tuple) and k[:2] == key[:2]
+                    and store.peek(k) is not None), key)
     try:
         run = store.get(key, lambda: load_run(directory))
     except Exception as exc:
         store.hold(session, ())
-        message = str(exc) if isinstance(exc, KievalInputError) else f"{directory}: {exc}"
-        return Workspace(sources, options, None, (message,), "")
+        return Workspace(sources, options, None, (_run_message(directory, exc),), "")
     held: list[Hashable] = [key]
     ws = Workspace(sources, options, run.result, (), run.key, saved=run)
     ws = _with_images(store, ws, held)
     store.hold(session, held)
     return ws
+
+
+def _run_message(directory: Path, exc: Exception) -> str:
+    """A saved run that cannot be opened, in one line naming the run and its file, not the
+    server's path."""
+    if not isinstance(exc, KievalInputError):
+        return f"Saved run {directory.name}: not readable ({type(exc).__name__})"
+    path = Path(exc.source)
+    inside = path.is_relative_to(directory) and path != directory
+    place = ", ".join(p for p in (path.relative_to(directory).as_posix() if inside else "", exc.where) if p)
+    return f"Saved run {directory.name}: {place + ': ' if place else ''}{exc.problem}"
 
 
 def read_message(source: Source, exc: Exception) -> str:

@@ -17,20 +17,19 @@ from .count.normalize import Normalizer
 from .count.peer_families import PeerOptions, needs_structures
 from .exceptions import KievalOptionError, UnscoredKeyWarning
 from .read.dataset import Dataset
-from .read.formats import LoadOptions
+from .read.formats import LoadOptions, check_scoring_cost
 from .read.load import load
 from .read.memory import load_object
 from .result.consensus import with_confidence_sources
 from .result.registry import resolve_families
-from .result.results import EvaluationResult, ModelResult
+from .result.results import EvaluationResult
 from .result.scoring import (
     DatasetLike,
     KeyCounts,
     Progress,
-    finish,
     named_inputs,
     one_sided_keys,
-    score_model,
+    score_models,
     set_aside,
     unique_name,
 )
@@ -43,8 +42,8 @@ ENGINES = ("local", "dask")
 
 def _as_dataset(item: DatasetLike, options: LoadOptions, name: str | None = None,
                 keep_structures: bool = False) -> Dataset:
-    if isinstance(item, Dataset):
-        return item
+    if isinstance(item, Dataset):  # built in Python: the scoring limits hold for it too
+        return check_scoring_cost(item, options.limits)
     if isinstance(item, (str, PathLike)):
         return load(item, options, name=name, keep_structures=keep_structures)
     return load_object(item, options, name=name, keep_structures=keep_structures)
@@ -61,7 +60,7 @@ def evaluate(
     progress: Progress | None = None,
     engine: str = "local",
     scheduler: str | None = None,
-    missing_confidence: str = "automate",
+    missing_confidence: str = "review",
     confidence_from: str = "model",
     rules: FieldRules | Mapping[str, str] | str | Path | Sequence | None = None,
     score_keys: Sequence[str] = (),
@@ -101,8 +100,9 @@ def evaluate(
         ``comparators`` count as rules the user gives. ``result.rule_figures`` holds the
         figures strictly, under these rules and under the suggested ones.
     missing_confidence, confidence_from
-        What review does with predictions without confidence (``automate``: they count
-        as 1.0; ``review``: as 0.0), and where confidences come from (``model``, or
+        What review does with predictions without confidence (``review``, the default:
+        never automated, at every threshold; ``automate``: they count as 1.0), and where
+        confidences come from (``model``, or
         ``consensus`` of the other models for models without any); see
         :func:`kieval_core.result.consensus.with_confidence_sources`.
     score_keys
@@ -117,7 +117,7 @@ def evaluate(
                        rules=field_rules, metrics=metrics, load_options=load_options,
                        peer_options=peer_options, progress=progress, engine=engine, scheduler=scheduler,
                        score_keys=tuple(score_keys), **dask_options)
-    if (missing_confidence, confidence_from) == ("automate", "model"):
+    if (missing_confidence, confidence_from) == ("review", "model"):
         return result
     return with_confidence_sources(result, missing_confidence, confidence_from)
 
@@ -162,26 +162,13 @@ def _evaluate(gt, predictions, *, normalizer, rules, metrics, load_options, peer
     for key in one_sided:
         warnings.warn(key.python_message, UnscoredKeyWarning, stacklevel=3)
     gt_set = set_aside(gt_set, [k.key for k in one_sided if k.set_aside])
-    rules = rules.bound_to(gt_set, normalizer)
-    ignored: dict[str, int] = {}
-    gt_set = rules.without_ignored(gt_set, ignored)
-    preds = {name: rules.without_ignored(pred, ignored) for name, pred in preds.items()}
-
-    def scored(rules: FieldRules, families: tuple[str, ...], step: bool) -> EvaluationResult:
-        compared = dataclasses.replace(normalizer, comparators=rules.comparator_pairs())
-        models: dict[str, ModelResult] = {}
-        for i, (name, pred) in enumerate(preds.items()):
-            models[name] = score_model(gt_set, pred, name=name, normalizer=compared, families=families,
-                                       peer_options=peer_options)
-            if step:
-                report(3 + 2 * i, steps, f"scored {name}")
-        return finish(gt_set, models, keys, compared, families, rules=rules, ignored=ignored,
-                      gt_keys=gt_keys, score_keys=score_keys)
-
+    sides = {"gt_keys": gt_keys, "score_keys": score_keys}
+    applied = rules.applied(gt_set, preds, normalizer)
     if not rules.apply_suggested:
-        return scored(rules, families, step=True)
+        return score_models(applied, keys, families, peer_options, report, **sides)
     # the suggestions need the substitutions under the other rules: counted first, KIEval only
     from .result.suggest import suggested_rules
 
-    first = scored(rules, ("kieval",), step=False)
-    return scored(suggested_rules(first).over(rules), families, step=True)
+    first = score_models(applied, keys, ("kieval",), peer_options, **sides)
+    suggested = applied.under(suggested_rules(first).over(applied.rules))
+    return score_models(suggested, keys, families, peer_options, report, **sides)

@@ -30,10 +30,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from rapidfuzz.distance import Levenshtein
-from rapidfuzz.process import cpdist
 
 from .comparators import FORMAT_COMPARATORS, canonicalise, date_order, date_readings
+from .similarity import near_misses
 
 #: Every cause, in the order of the ``cause`` categorical.
 CAUSES = ("format", "date_order", "near_miss", "other_value", "misplaced", "hallucinated", "missed")
@@ -174,10 +173,8 @@ def substitution_cause_codes(gt_values: Sequence[str], pred_values: Sequence[str
     causes[~is_format & crossed] = DATE_ORDER
     rest = np.flatnonzero(causes == OTHER_VALUE)
     if len(rest):
-        shown = np.asarray(folded(distinct), dtype=object)
-        similarity = cpdist(list(shown[g[rest]]), list(shown[p[rest]]),
-                            scorer=Levenshtein.normalized_similarity, workers=1)
-        causes[rest[np.asarray(similarity) >= near_miss]] = NEAR_MISS
+        shown = np.asarray(folded(distinct), dtype=object)  # judged case-folded, spaces collapsed
+        causes[rest[near_misses(shown[g[rest]], shown[p[rest]], near_miss)]] = NEAR_MISS
     return causes
 
 
