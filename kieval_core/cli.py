@@ -130,6 +130,16 @@ def _evaluate_options(ev: argparse.ArgumentParser) -> None:
     run.add_argument("--scheduler", metavar="ADDRESS",
                      help="with --engine dask: a running Dask scheduler (tcp://host:8786); default: a "
                           "LocalCluster on this machine's cores")
+    labels = ev.add_argument_group("suspect labels (SPEC 2f)")
+    labels.add_argument("--suspects", type=Path, metavar="OUT",
+                        help="write the suspect ground-truth values and gaps (values most models agree on "
+                             "against the GT), strongest evidence first; CSV or JSON by the file's suffix")
+    labels.add_argument("--suspect-agreement", type=int, metavar="K",
+                        help="how many models must agree for a suspect (default: more than half, at least 2)")
+    labels.add_argument("--gt-fixes", type=Path, metavar="FILE",
+                        help="a label-fix file (JSON list of {doc_id, entity_type, group, gt_value, "
+                             "fixed_value, note}): score against the fixed GT and report the figures "
+                             "before the fixes too (*_before_fixes); the GT file is not changed")
     decide = ev.add_argument_group("threshold decisions")
     decide.add_argument("--target-accuracy", type=float, default=0.95, metavar="A",
                         help="accuracy after review for the recommended threshold (default 0.95)")
@@ -343,6 +353,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from .review.automation import Costs
     from .review.decisions import DecisionOptions
     from .safe_text import csv_text, for_terminal
+    from .suspects import label_lines, write_suspects
 
     _batch_memory_pool()
     related = tuple(f.strip() for f in args.related_fields.split(",") if f.strip())
@@ -367,6 +378,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         json_out = outputs.add(lambda: StagedFile(args.json, "--json")) if args.json else None
         csv_out = outputs.add(lambda: StagedFile(args.errors_csv, "--errors-csv")) if args.errors_csv \
             else None
+        suspects_out = outputs.add(lambda: StagedFile(args.suspects, "--suspects")) if args.suspects else None
         run = outputs.add(lambda: RunStage(args.save_run, force=args.force)) if args.save_run else None
         if run is not None and args.engine == "dask":
             engine["run_dir"] = run.path
@@ -376,7 +388,8 @@ def _evaluate(args: argparse.Namespace) -> int:
             result = evaluate(args.gt, _predictions(args.pred), normalizer=normalizer, metrics=args.metrics,
                               load_options=options, progress=progress, peer_options=peer,
                               missing_confidence=args.missing_confidence,
-                              confidence_from=args.confidence_from, **engine)
+                              confidence_from=args.confidence_from, gt_fixes=args.gt_fixes,
+                              suspect_agreement=args.suspect_agreement, **engine)
             report = render_report(result, decisions)
             progress.close()
             summary = _format_summary(summary_frame(result, report.figures))
@@ -389,6 +402,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         if result.comparators:
             compared = ", ".join(f"{t}={c}" for t, c in result.comparators.items())
             print(for_terminal(f"comparators: {compared}"))
+        for line in label_lines(result):
+            print(for_terminal(line))
         for line in [] if args.no_hints else hint_lines(result):
             print(for_terminal(f"try: {line}"))
         for warning in [*result.all_warnings, *dict.fromkeys(undefined)]:
@@ -399,6 +414,9 @@ def _evaluate(args: argparse.Namespace) -> int:
             run.write(result, report.text, _inputs(args.gt, args.pred), _options(args))
         if csv_out is not None:
             csv_text(all_error_lists(result), csv_out.path, args.csv_formulas)
+        if suspects_out is not None:
+            write_suspects(result.suspects, suspects_out.path, args.csv_formulas,
+                           as_json=args.suspects.suffix.lower() == ".json")
         outputs.commit()
     if tracker is not None:
         run_id = tracker.log(result, report, options=_options(args), run_dir=args.save_run,

@@ -8,10 +8,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
 
 from .count.normalize import Normalizer
 from .count.peer_families import PeerOptions, needs_structures
 from .exceptions import KievalOptionError
+from .label_fixes import apply_fixes, read_fixes
 from .read.dataset import Dataset
 from .read.formats import LoadOptions
 from .read.load import load
@@ -53,6 +58,8 @@ def evaluate(
     scheduler: str | None = None,
     missing_confidence: str = "automate",
     confidence_from: str = "model",
+    gt_fixes: str | Path | pd.DataFrame | None = None,
+    suspect_agreement: int | None = None,
     **dask_options,
 ) -> EvaluationResult:
     """Evaluate one or more prediction sets against a ground truth.
@@ -83,17 +90,32 @@ def evaluate(
         as 1.0; ``review``: as 0.0), and where confidences come from (``model``, or
         ``consensus`` of the other models for models without any); see
         :func:`kieval_core.result.consensus.with_confidence_sources`.
+    gt_fixes
+        A label-fix file (SPEC 2f; a path, or a frame of :func:`kieval_core.label_fixes.parse_fixes`):
+        the models are scored against the fixed ground truth, and ``result.before_fixes``
+        holds the evaluation against the ground truth as given.
+    suspect_agreement
+        How many models must agree for ``result.suspects`` (default: more than half, at least 2).
     """
+    fixes = gt_fixes
+    if isinstance(gt_fixes, (str, Path)):
+        fixes = read_fixes(gt_fixes)
+    if fixes is not None and engine != "local":
+        raise KievalOptionError("label fixes are applied with engine='local' only")
     result = _evaluate(gt, predictions, normalizer=normalizer, metrics=metrics, load_options=load_options,
                        peer_options=peer_options, progress=progress, engine=engine, scheduler=scheduler,
-                       **dask_options)
-    if (missing_confidence, confidence_from) == ("automate", "model"):
-        return result
-    return with_confidence_sources(result, missing_confidence, confidence_from)
+                       fixes=fixes, fixes_source=str(gt_fixes) if fixes is not None else "", **dask_options)
+    result = replace(result, suspect_agreement=suspect_agreement)
+    if (missing_confidence, confidence_from) != ("automate", "model"):
+        result = with_confidence_sources(result, missing_confidence, confidence_from)
+        if result.before_fixes is not None:
+            before = with_confidence_sources(result.before_fixes, missing_confidence, confidence_from)
+            result = replace(result, before_fixes=before)
+    return result
 
 
 def _evaluate(gt, predictions, *, normalizer, metrics, load_options, peer_options, progress, engine,
-              scheduler, **dask_options) -> EvaluationResult:
+              scheduler, fixes=None, fixes_source="", **dask_options) -> EvaluationResult:
     if engine not in ENGINES:
         msg = f"unknown engine {engine!r}; choose {' or '.join(ENGINES)}"
         raise KievalOptionError(msg)
@@ -122,10 +144,18 @@ def _evaluate(gt, predictions, *, normalizer, metrics, load_options, peer_option
         unique_name(name, preds)
         preds[name] = pred
         report(2 + 2 * i, steps, f"read {name}")
-    models: dict[str, ModelResult] = {}
-    for i, (name, pred) in enumerate(preds.items()):
-        models[name] = evaluate_model(gt_set, pred, name=name, normalizer=normalizer, families=families,
-                                      peer_options=peer_options)
-        report(3 + 2 * i, steps, f"scored {name}")
     keys = {name: KeyCounts.of(pred) for name, pred in preds.items()}
-    return combine(gt_set, models, keys, normalizer, families)
+
+    def scored(truth: Dataset) -> EvaluationResult:
+        models: dict[str, ModelResult] = {}
+        for i, (name, pred) in enumerate(preds.items()):
+            models[name] = evaluate_model(truth, pred, name=name, normalizer=normalizer, families=families,
+                                          peer_options=peer_options)
+            report(3 + 2 * i, steps, f"scored {name}")
+        return combine(truth, models, keys, normalizer, families)
+
+    if fixes is None:
+        return scored(gt_set)
+    before = scored(gt_set)
+    fixed = apply_fixes(gt_set, fixes, normalizer, fixes_source or "label fixes")
+    return replace(scored(fixed), before_fixes=before, label_fixes=fixes)

@@ -162,9 +162,40 @@ def build_report(result: EvaluationResult, decisions: DecisionOptions = Decision
         "decisions": {"target_accuracy": decisions.target,
                       "document_target": decisions.documents_target, "review": decisions.review,
                       "bootstrap_resamples": decisions.resamples, "seed": decisions.seed},
-        "models": {name: model_report(m, decisions, records) for name, m in result.models.items()},
+        "models": _models_report(result, decisions, records),
+        **_label_sections(result),
         "warnings": result.all_warnings,
     }
+
+
+#: The figure families of a model's report that label fixes change (SPEC 2f): each is also
+#: reported against the ground truth as given, as ``<family>_before_fixes``.
+FIXED_FAMILIES = ("kieval", "entity_f1", "automation", "by_entity_type", "anls_star", "anls_star_renested",
+                  "nted", "nted_renested", "oi", "bag")
+
+
+def _models_report(result: EvaluationResult, decisions: DecisionOptions, records) -> dict:
+    reports = {name: model_report(m, decisions, records) for name, m in result.models.items()}
+    if result.before_fixes is None:
+        return reports
+    for name, model in result.before_fixes.models.items():
+        before = model_report(model, decisions, records)
+        reports[name].update({f"{key}_before_fixes": before[key] for key in FIXED_FAMILIES if key in before})
+    return reports
+
+
+def _label_sections(result: EvaluationResult) -> dict:
+    """``suspects[]`` (SPEC 2f) when the engine's tables were kept, and ``label_fixes``
+    (the fixes applied, their source) when the GT was fixed."""
+    from ..label_fixes import fix_records
+    from ..suspects import suspect_records
+
+    sections = {}
+    if result.has_detail:
+        sections["suspects"] = suspect_records(result.suspects)
+    if result.label_fixes is not None:
+        sections["label_fixes"] = fix_records(result.label_fixes)
+    return sections
 
 
 @dataclass(frozen=True)

@@ -285,6 +285,24 @@ class EvaluationResult:
     normalizer: Normalizer
     metrics: tuple[str, ...]
     warnings: tuple[str, ...] = ()
+    suspect_agreement: int | None = None
+    before_fixes: EvaluationResult | None = field(default=None, repr=False)
+    label_fixes: pd.DataFrame | None = field(default=None, repr=False)
+
+    @cached_property
+    def suspects(self) -> pd.DataFrame:
+        """Suspect ground-truth values and gaps (SPEC 2f), strongest evidence first: see
+        :func:`kieval_core.suspects.rank_suspects` (``k`` = :attr:`suspect_agreement`, or
+        more than half of the models and at least 2)."""
+        from ..suspects import rank_suspects
+
+        counted = {name: model.detail() for name, model in self.models.items()}
+        return rank_suspects(self.gt.entities["value"], counted, self.normalizer, self.suspect_agreement)
+
+    @property
+    def has_detail(self) -> bool:
+        """Whether every model kept the engine's tables (not so in a distributed run)."""
+        return all(model.counted is not None for model in self.models.values())
 
     @property
     def all_warnings(self) -> list[str]:
