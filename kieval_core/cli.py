@@ -352,8 +352,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     from .result.suggest import hint_lines
     from .review.automation import Costs
     from .review.decisions import DecisionOptions
+    from .review.suspects import label_lines, write_suspects
     from .safe_text import csv_text, for_terminal
-    from .suspects import label_lines, write_suspects
 
     _batch_memory_pool()
     related = tuple(f.strip() for f in args.related_fields.split(",") if f.strip())

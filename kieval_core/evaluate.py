@@ -16,7 +16,6 @@ import pandas as pd
 from .count.normalize import Normalizer
 from .count.peer_families import PeerOptions, needs_structures
 from .exceptions import KievalOptionError
-from .label_fixes import apply_fixes, read_fixes
 from .read.dataset import Dataset
 from .read.formats import LoadOptions
 from .read.load import load
@@ -32,6 +31,7 @@ from .result.scoring import (
     named_inputs,
     unique_name,
 )
+from .review.label_fixes import apply_fixes, read_fixes
 
 #: The engines of :func:`evaluate`: this process, or a Dask cluster (:mod:`kieval_core.scale.distributed`).
 ENGINES = ("local", "dask")
@@ -91,7 +91,7 @@ def evaluate(
         ``consensus`` of the other models for models without any); see
         :func:`kieval_core.result.consensus.with_confidence_sources`.
     gt_fixes
-        A label-fix file (SPEC 2f; a path, or a frame of :func:`kieval_core.label_fixes.parse_fixes`):
+        A label-fix file (SPEC 2f; a path, or a frame of :func:`kieval_core.review.label_fixes.parse_fixes`):
         the models are scored against the fixed ground truth, and ``result.before_fixes``
         holds the evaluation against the ground truth as given.
     suspect_agreement

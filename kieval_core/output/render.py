@@ -24,6 +24,8 @@ from ..result.inputs import model_row
 from ..result.registry import metrics_of
 from ..result.results import EvaluationResult, ModelResult
 from ..result.tables import cell_text, threshold_text
+from ..review.label_fixes import fix_records
+from ..review.suspects import suspect_records
 from ..review.decisions import DecisionOptions, automation_section
 
 
@@ -187,9 +189,6 @@ def _models_report(result: EvaluationResult, decisions: DecisionOptions, records
 def _label_sections(result: EvaluationResult) -> dict:
     """``suspects[]`` (SPEC 2f) when the engine's tables were kept, and ``label_fixes``
     (the fixes applied, their source) when the GT was fixed."""
-    from ..label_fixes import fix_records
-    from ..suspects import suspect_records
-
     sections = {}
     if result.has_detail:
         sections["suspects"] = suspect_records(result.suspects)

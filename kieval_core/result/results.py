@@ -28,6 +28,7 @@ from ..exceptions import KievalOptionError, UndefinedMetricWarning
 from ..read.dataset import Dataset
 from ..read.locations import LOCATION_COLUMNS, box_list, has_locations
 from ..review.automation import ReviewModel, automation_curve, curves_by_entity_type, recommend
+from ..review.suspects import rank_suspects
 from .tally import Tally, figures
 
 NON_GROUP_LABEL = "(non-group)"
@@ -292,10 +293,8 @@ class EvaluationResult:
     @cached_property
     def suspects(self) -> pd.DataFrame:
         """Suspect ground-truth values and gaps (SPEC 2f), strongest evidence first: see
-        :func:`kieval_core.suspects.rank_suspects` (``k`` = :attr:`suspect_agreement`, or
+        :func:`kieval_core.review.suspects.rank_suspects` (``k`` = :attr:`suspect_agreement`, or
         more than half of the models and at least 2)."""
-        from ..suspects import rank_suspects
-
         counted = {name: model.detail() for name, model in self.models.items()}
         return rank_suspects(self.gt.entities["value"], counted, self.normalizer, self.suspect_agreement)
 

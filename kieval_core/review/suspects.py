@@ -42,10 +42,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .count.engine import Counted
-from .count.normalize import Normalizer
-from .exceptions import KievalOptionError
-from .safe_text import csv_text
+from ..count.engine import Counted
+from ..count.normalize import Normalizer
+from ..exceptions import KievalOptionError
+from ..safe_text import csv_text
 
 #: Columns of :func:`rank_suspects` (``group`` is the GT group index, -1 for the non-group).
 SUSPECT_COLUMNS = ["doc_id", "entity_type", "group_type", "group", "kind", "gt_value", "proposed_value",
@@ -155,14 +155,15 @@ def _evidence(votes: pd.DataFrame, gt_values: pd.Series, names: list[str], n_mod
                 .drop_duplicates("key").set_index("key")["value"])
     model_names = np.asarray(names, dtype=object)
     gt_row = first["gt_row"].to_numpy()
-    raw_gt = gt_values.to_numpy(object)
+    raw_gt = np.append(gt_values.to_numpy(object), None)  # never empty
     out = pd.DataFrame({
         "doc_id": first["doc_id"].to_numpy(object),
         "entity_type": first["entity_type"].to_numpy(object),
         "group_type": first["group_type"].to_numpy(object),
         "group": first["group"].to_numpy(np.int64),
         "kind": np.where(gt_row >= 0, "value", "gap"),
-        "gt_value": np.where(gt_row >= 0, raw_gt[np.maximum(gt_row, 0)] if len(raw_gt) else None, None),
+        # None for a gap (a str column would make it NaN)
+        "gt_value": pd.Series(np.where(gt_row >= 0, raw_gt[np.maximum(gt_row, 0)], None), dtype=object),
         "proposed_value": proposal.reindex(first.index).to_numpy(object),
         "models": [tuple(model_names[m]) for m in by_key["model"].agg(list)],
         "values": [tuple(v) for v in by_key["value"].agg(list)],

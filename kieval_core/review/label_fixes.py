@@ -30,9 +30,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .count.normalize import Normalizer
-from .exceptions import KievalInputError
-from .read.dataset import Dataset
+from ..count.normalize import Normalizer
+from ..exceptions import KievalInputError
+from ..read.dataset import Dataset
 
 #: The keys of a fix row, in the order a fix file is written.
 FIX_KEYS = ("doc_id", "entity_type", "group", "gt_value", "fixed_value", "note")
@@ -57,7 +57,8 @@ def parse_fixes(rows: object, source: str) -> pd.DataFrame:
         raise KievalInputError(source, None, "a label-fix file is a JSON list of fixes")
     parsed = [_fix_row(row, i, source) for i, row in enumerate(rows, start=1)]
     columns = ["doc_id", "entity_type", "group_type", "group", "gt_value", "fixed_value", "note"]
-    return pd.DataFrame(parsed, columns=columns).astype({"group": np.int64})
+    frame = pd.DataFrame(parsed, columns=columns, dtype=object)  # None stays None (no NaN)
+    return frame.astype({"group": np.int64})
 
 
 def _is_group(group: object) -> bool:
@@ -133,7 +134,7 @@ def apply_fixes(gt: Dataset, fixes: pd.DataFrame, normalizer: Normalizer = Norma
             if held.empty:
                 refuse(f"unknown entity: the ground truth has no {fix.entity_type!r} there")
             listed = ", ".join(repr(v) for v in held)
-            refuse(f"old value {fix.gt_value!r} is not the ground truth's (it holds {listed})")
+            refuse(f"old value {fix.gt_value!r} is not the GT's (it holds {listed})")
         changed[rows[0]] = fix.fixed_value
     kept = entities.drop(index=[r for r, v in changed.items() if v is None])
     replaced = [r for r, v in changed.items() if v is not None]
