@@ -159,3 +159,30 @@ def _evaluate(gt, predictions, *, normalizer, metrics, load_options, peer_option
     before = scored(gt_set)
     fixed = apply_fixes(gt_set, fixes, normalizer, fixes_source or "label fixes")
     return replace(scored(fixed), before_fixes=before, label_fixes=fixes)
+
+
+def with_label_fixes(result: EvaluationResult, fixes: pd.DataFrame, source: str = "label fixes"
+                     ) -> EvaluationResult:
+    """An evaluation scored again against its ground truth with label fixes applied (SPEC
+    2f), ``result`` kept as :attr:`~EvaluationResult.before_fixes`: what the app shows
+    beside the original figures. The predictions come from the engine's tables (the
+    predictions of GT documents, as scored), so a saved run can be fixed too. The fixed
+    figures are the KIEval family's (peer metrics are left out of them); predictions
+    without confidence count as automated (SPEC 4c's default).
+
+    Raises :class:`~kieval_core.exceptions.KievalInputError` naming a fix that does not
+    match the ground truth.
+    """
+    original = result.before_fixes or result
+    fixed = apply_fixes(original.gt, fixes, original.normalizer, source)
+    models = {}
+    for name, model in original.models.items():
+        pred = model.detail().pred_entities
+        columns = pred[["doc_id", "group_type", "group", "entity_type", "value", "confidence"]]
+        entities = columns.astype({"doc_id": object, "group_type": object, "entity_type": object})
+        doc_ids = tuple(d for d in original.gt.doc_ids if d not in set(model.missing_documents))
+        dataset = Dataset(name, model.source, entities.reset_index(drop=True), doc_ids)
+        scored = evaluate_model(fixed, dataset, name=name, normalizer=original.normalizer)
+        models[name] = replace(scored, unknown_documents=model.unknown_documents, format=model.format,
+                               notes=model.notes)
+    return replace(original, gt=fixed, models=models, before_fixes=original, label_fixes=fixes)

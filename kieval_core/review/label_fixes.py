@@ -173,3 +173,88 @@ def fix_records(fixes: pd.DataFrame) -> list[dict]:
              "group": None if f.group < 0 else {"type": f.group_type, "index": int(f.group)},
              "gt_value": f.gt_value, "fixed_value": f.fixed_value, "note": f.note}
             for f in fixes.itertuples(index=False)]
+
+
+def corrected_gt(data: bytes, name: str, fixes: pd.DataFrame, fixed: Dataset) -> tuple[bytes, str]:
+    """The ground truth's file with the fixes applied, in its own format when it is JSON
+    Lines of nested records (SROIE, CORD ``gt_parse``, LLM outputs) and every fix finds its
+    value there: the lines of the other documents are kept byte for byte. Any other input,
+    or a fix whose value sits where this simple walk does not look, gives the fixed ground
+    truth (``fixed``, :func:`apply_fixes`) as a long table (CSV: ``doc_id, group_type,
+    group, entity, value``; a document without values keeps one blank row), which the tool
+    reads as well. Returns the bytes and a file name."""
+    stem = Path(name).name.rsplit(".", 1)[0] or "ground_truth"
+    if name.lower().endswith(".jsonl"):
+        patched = _patched_jsonl(data, fixes)
+        if patched is not None:
+            return patched, f"{stem}_fixed.jsonl"
+    return _long_table(fixed).encode("utf-8"), f"{stem}_fixed.csv"
+
+
+def _long_table(ds: Dataset) -> str:
+    from ..safe_text import csv_text
+
+    e = ds.entities
+    table = pd.DataFrame({
+        "doc_id": e["doc_id"].astype(object), "group_type": e["group_type"].astype(object),
+        "group": np.where(e["group"] >= 0, e["group"].astype(str), ""),
+        "entity": e["entity_type"].astype(object), "value": e["value"].astype(object),
+    })
+    empty = [d for d in ds.doc_ids if d not in set(table["doc_id"])]
+    blank = pd.DataFrame({"doc_id": empty, "group_type": "", "group": "", "entity": "", "value": ""})
+    return csv_text(pd.concat([table, blank], ignore_index=True), formulas="keep")
+
+
+def _patched_jsonl(data: bytes, fixes: pd.DataFrame) -> bytes | None:
+    from ..read.formats.nested import ID_KEYS, STRUCTURE_KEYS
+
+    by_doc: dict[str, list] = {}
+    for fix in fixes.itertuples(index=False):
+        by_doc.setdefault(fix.doc_id, []).append(fix)
+    lines = data.decode("utf-8-sig").splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            return None
+        if not isinstance(record, dict):
+            return None
+        doc_id = next((str(record[k]) for k in ID_KEYS if k in record), None)
+        if doc_id not in by_doc:
+            continue
+        structure = next((record[k] for k in STRUCTURE_KEYS if isinstance(record.get(k), dict)), record)
+        if not all(_patch(structure, fix) for fix in by_doc.pop(doc_id)):
+            return None
+        end = line[len(line.rstrip("\r\n")):]
+        lines[i] = json.dumps(record, ensure_ascii=False) + end
+    return None if by_doc else "".join(lines).encode("utf-8")
+
+
+def _patch(structure: dict, fix) -> bool:
+    """Apply one fix to a record's structure: a top-level key for the non-group, the
+    group's object (``key`` or ``key[index]``) for a group; False when it is not there."""
+    node, leaf = structure, fix.entity_type
+    if fix.group >= 0:
+        holder = structure.get(fix.group_type)
+        if isinstance(holder, list):
+            holder = holder[fix.group] if fix.group < len(holder) else None
+        elif fix.group != 0:
+            holder = None
+        if not isinstance(holder, dict) or not leaf.startswith(f"{fix.group_type}."):
+            return False
+        node, leaf = holder, leaf[len(fix.group_type) + 1:]
+    if fix.gt_value is None:
+        if leaf in node:
+            return False
+        node[leaf] = fix.fixed_value
+        return True
+    held = node.get(leaf)
+    if held is None or isinstance(held, (dict, list)) or str(held).strip() != fix.gt_value.strip():
+        return False
+    if fix.fixed_value is None:
+        del node[leaf]
+    else:
+        node[leaf] = fix.fixed_value
+    return True
