@@ -280,3 +280,72 @@ def test_the_command_refuses_a_fix_file_that_does_not_match_the_gt(tmp_path, cap
     assert main([*_files(tmp_path), "--gt-fixes", str(tmp_path / "fixes.json")]) == 2
     err = capsys.readouterr().err
     assert "fix 2 (d2, zip): old value '81751' is not the GT's (it holds '81750')" in err
+
+
+# --- the corrected ground truth, in the input's own format -----------------------------------
+
+
+def _entities(ds):
+    e = ds.entities
+    return sorted(zip(e["doc_id"], e["group_type"], e["group"], e["entity_type"], e["value"], strict=True))
+
+
+def test_the_corrected_gt_keeps_a_jsonl_files_other_lines_byte_for_byte(tmp_path):
+    from kieval_core import load
+    from kieval_core.review.label_fixes import corrected_gt
+
+    lines = ['{"doc_id": "d1", "gt_parse": {"zip": "B1750", "menu": [{"nm": "Tea", "price": 5}, '
+             '{"nm": "Cake"}]}}', '{"doc_id":"d2",  "gt_parse": {"zip": "81750"}}']
+    path = tmp_path / "gt.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    gt = load(path)
+
+    def price(index, old, new):
+        group = {"type": "menu", "index": index}
+        return fix(entity_type="menu.price", group=group, gt_value=old, fixed_value=new)
+
+    fixes = parse_fixes([fix(), price(0, "5", "5.00"), price(1, None, "7")], "fixes.json")
+    fixed = apply_fixes(gt, fixes)
+    data, name = corrected_gt(path.read_bytes(), "gt.jsonl", fixes, fixed)
+    assert name == "gt_fixed.jsonl"
+    out = data.decode("utf-8").splitlines()
+    assert out[1] == lines[1]
+    assert json.loads(out[0])["gt_parse"] == {"zip": "81750", "menu": [{"nm": "Tea", "price": "5.00"},
+                                                                        {"nm": "Cake", "price": "7"}]}
+    (tmp_path / name).write_bytes(data)
+    assert _entities(load(tmp_path / name)) == _entities(fixed)
+    assert path.read_text(encoding="utf-8") == "\n".join(lines) + "\n"  # the input as it was
+
+
+def test_a_gt_the_walk_cannot_patch_comes_back_as_a_long_table_of_the_fixed_gt(tmp_path):
+    from kieval_core import load
+    from kieval_core.review.label_fixes import corrected_gt
+
+    path = tmp_path / "gt.json"
+    path.write_text(json.dumps({"d1": {"zip": "B1750"}, "d2": {"zip": "=81750"}, "d3": {}}), encoding="utf-8")
+    gt = load(path)
+    fixes = parse_fixes([fix()], "fixes.json")
+    fixed = apply_fixes(gt, fixes)
+    data, name = corrected_gt(path.read_bytes(), "gt.json", fixes, fixed)
+    assert name == "gt_fixed.csv"
+    (tmp_path / name).write_bytes(data)
+    again = load(tmp_path / name)
+    assert _entities(again) == _entities(fixed) and set(again.doc_ids) == {"d1", "d2", "d3"}
+
+
+def test_fixing_an_evaluation_gives_the_figures_of_evaluating_with_the_fix_file(tmp_path):
+    from kieval_core import report_json
+    from kieval_core.evaluate import with_label_fixes
+
+    gt = dataset(GT, "gt")
+    preds = {name: dataset({"d1": [(*NON, "zip", "81750", c), ("menu", "0", "menu.nm", "Tea", c)],
+                            "d2": [(*NON, "zip", "81750", c)]}, name) for name, c in (("a", 0.9), ("b", 0.4))}
+    rows = [fix(), fix(entity_type="date", gt_value="15/01/2019", fixed_value=None)]
+    (tmp_path / "fixes.json").write_text(json.dumps(rows))
+    direct = evaluate(gt, preds, gt_fixes=tmp_path / "fixes.json")
+    later = with_label_fixes(evaluate(gt, preds), parse_fixes(rows, "fixes.json"))
+    for name in preds:
+        assert later.models[name].corpus.equals(direct.models[name].corpus)
+        assert later.models[name].curve.equals(direct.models[name].curve)
+        assert later.before_fixes.models[name].corpus.equals(direct.before_fixes.models[name].corpus)
+    assert json.loads(report_json(later))["models"] == json.loads(report_json(direct))["models"]
