@@ -18,6 +18,7 @@ from kieval_core.figures.suspects import (
     fields_with_fixes,
     fix_rows_of,
     group_label,
+    headline_text,
     headline_with_fixes,
     suspect_keys,
     suspect_list,
@@ -85,6 +86,27 @@ st.caption(f"{number(len(table))} suspect(s), {number(reviewed)} reviewed. Click
 if st.session_state.get(session.SUSPECT) not in set(table["key"]):
     st.session_state[session.SUSPECT] = table["key"].iloc[0]
 key = st.session_state[session.SUSPECT]
+titles = dict(
+    zip(
+        table["key"],
+        table["doc_id"]
+        + " · "
+        + table["field"]
+        + ": "
+        + table["ground truth"].fillna("(none)")
+        + " → "
+        + table["models say"],
+        strict=True,
+    )
+)
+st.session_state["sus_pick"] = key
+st.selectbox(
+    "Suspect",
+    list(titles),
+    format_func=titles.get,
+    key="sus_pick",
+    on_change=lambda: st.session_state.update({session.SUSPECT: st.session_state["sus_pick"]}),
+)
 suspect = suspects.iloc[session.view("sus_keys", lambda: suspect_keys(suspects)).index(key)]
 doc = suspect["doc_id"]
 st.subheader(
@@ -149,9 +171,7 @@ try:
 except KievalInputError as exc:
     st.error(md(str(exc)), icon=":material/error:")
     st.stop()
-headline = headline_with_fixes(fixed)
-frame, columns = shown(headline, percent=set())
-st.dataframe(frame, hide_index=True, column_config=columns, placeholder="")
+st.table(headline_text(headline_with_fixes(fixed)))
 st.caption(
     f"{number(len(fixes))} fix(es): every model scored again against the fixed ground truth. Scores are "
     "fractions; corrections and ranks are counts."

@@ -149,3 +149,27 @@ def automation_with_fixes(result: EvaluationResult, target: float) -> pd.DataFra
                      "automation as given": None if old is None else old.auto_rate,
                      "automation with fixes": None if new is None else new.auto_rate})
     return pd.DataFrame(rows)
+
+
+def headline_text(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`headline_with_fixes` as shown: scores in percent (two decimals), their change in
+    points, counts and ranks as whole numbers; indexed by model and figure.
+
+    >>> shown = headline_text(pd.DataFrame({"model": ["a", "a"], "figure": ["KIEval_Aligned", "Corrections"],
+    ...     "as given": [0.8, 12], "with fixes": [0.8125, 10], "change": [0.0125, -2]}))
+    >>> shown.values.tolist()
+    [['80.00%', '81.25%', '+1.25 pts'], ['12', '10', '-2']]
+    """
+    counts = table["figure"].isin(["Corrections", "Rank by KIEval_Aligned"]).to_numpy()
+
+    def text(value, count: bool, change: bool) -> str:
+        if value is None or value != value:
+            return "n/a"
+        if count:
+            return f"{int(value):+,d}" if change else f"{int(value):,d}"
+        return f"{value * 100:+.2f} pts" if change else f"{value:.2%}"
+
+    out = table[["model", "figure"]].copy()
+    for column in ("as given", "with fixes", "change"):
+        out[column] = [text(v, c, column == "change") for v, c in zip(table[column], counts, strict=True)]
+    return out.set_index(["model", "figure"])
