@@ -112,7 +112,7 @@ doc = suspect["doc_id"]
 st.subheader(
     f"{md(doc)}: {md(suspect['entity_type'])} ({md(group_label(suspect['group_type'], suspect['group']))})"
 )
-left, right = st.columns([3, 2])
+left, right = st.columns(2)
 with left:
     gt_text = (
         "(no value)"
@@ -174,7 +174,7 @@ except KievalInputError as exc:
 st.table(headline_text(headline_with_fixes(fixed)))
 st.caption(
     f"{number(len(fixes))} fix(es): every model scored again against the fixed ground truth. Scores are "
-    "fractions; corrections and ranks are counts."
+    "in percent and their changes in points; corrections and ranks are counts."
 )
 model_name = session.selected_model(ws)
 st.markdown(f"**Per field** ({md(model_name)}; the model picker in the sidebar chooses)")
@@ -182,7 +182,9 @@ frame, columns = shown(
     fields_with_fixes(fixed, model_name), percent={"aligned as given", "aligned with fixes", "aligned change"}
 )
 st.dataframe(frame, hide_index=True, column_config=columns, placeholder="")
-st.markdown("**Automation**: the threshold recommended for 95% accuracy")
+st.markdown(
+    "**Automation**: the threshold recommended for 95% accuracy (blank: not reachable with automation)"
+)
 st.dataframe(automation_with_fixes(fixed, 0.95), hide_index=True, placeholder="")
 with st.container(horizontal=True):
     st.download_button(
