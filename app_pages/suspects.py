@@ -6,11 +6,11 @@ import json
 
 import streamlit as st
 
-from kieval_app import documents, session
+from kieval_app import session
 from kieval_app.columns import shown
-from kieval_app.text import md, number
 from kieval_core.evaluate import with_label_fixes
 from kieval_core.exceptions import KievalInputError
+from kieval_core.figures import documents
 from kieval_core.figures.suspects import (
     VERDICTS,
     automation_with_fixes,
@@ -23,6 +23,7 @@ from kieval_core.figures.suspects import (
     suspect_keys,
     suspect_list,
 )
+from kieval_core.figures.text import md, number
 from kieval_core.review.label_fixes import corrected_gt, fixes_json, parse_fixes
 from kieval_core.review.suspects import WEAK_CONFIDENCE, default_agreement
 

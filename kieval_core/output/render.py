@@ -24,9 +24,9 @@ from ..result.inputs import model_row
 from ..result.registry import metrics_of
 from ..result.results import EvaluationResult, ModelResult
 from ..result.tables import cell_text, threshold_text
+from ..review.decisions import DecisionOptions, automation_section
 from ..review.label_fixes import fix_records
 from ..review.suspects import suspect_records
-from ..review.decisions import DecisionOptions, automation_section
 
 
 def _plain(value: Any) -> Any:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from browser_setup import CHROMIUM, need_chromium, wait_idle
 
-from kieval_app.headless import CHROMIUM_ARGS, streamlit_server
+from kieval_app.serving.headless import CHROMIUM_ARGS, streamlit_server
 from kieval_core import evaluate
 from kieval_core.evaluate import with_label_fixes
 from kieval_core.figures.suspects import fix_rows_of, suspect_key
