@@ -88,7 +88,8 @@ def rank_suspects(gt_values: pd.Series, counted: Mapping[str, Counted], normaliz
         How many models must agree (default :func:`default_agreement`).
 
     Returns a frame of :data:`SUSPECT_COLUMNS`, sorted by score, then mean confidence
-    (missing last), then document, field, group and values.
+    (missing last), then document, field, group type, the values, and the GT group's index
+    (which refers to the file's order of the groups).
     """
     n_models = len(counted)
     if n_models == 0:
@@ -172,11 +173,12 @@ def _evidence(votes: pd.DataFrame, gt_values: pd.Series, names: list[str], n_mod
         "mean_confidence": by_key["confidence"].mean().to_numpy(np.float64),
         "weak": weak,
     })
-    texts = [out[c].fillna("").astype(str).to_numpy() for c in ("proposed_value", "gt_value")]
-    slot = [out["group"].to_numpy(),
-            *(out[c].astype(str).to_numpy() for c in ("group_type", "entity_type", "doc_id"))]
+    # the GT group's index (its place in the file) sorts last: the order follows the content
+    texts = [out[c].fillna("").astype(str).to_numpy() for c in ("proposed_value", "gt_value", "group_type",
+                                                                  "entity_type", "doc_id")]
     evidence = [-np.nan_to_num(out["mean_confidence"].to_numpy(), nan=-1.0), -out["score"].to_numpy()]
-    return out.iloc[np.lexsort((*texts, *slot, *evidence))].reset_index(drop=True)[SUSPECT_COLUMNS]
+    order = np.lexsort((out["group"].to_numpy(), *texts, *evidence))
+    return out.iloc[order].reset_index(drop=True)[SUSPECT_COLUMNS]
 
 
 def _confidence(value: float) -> float | None:
