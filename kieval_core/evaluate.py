@@ -167,8 +167,8 @@ def with_label_fixes(result: EvaluationResult, fixes: pd.DataFrame, source: str 
     2f), ``result`` kept as :attr:`~EvaluationResult.before_fixes`: what the app shows
     beside the original figures. The predictions come from the engine's tables (the
     predictions of GT documents, as scored), so a saved run can be fixed too. The fixed
-    figures are the KIEval family's (peer metrics are left out of them); predictions
-    without confidence count as automated (SPEC 4c's default).
+    figures are the KIEval family's (peer metrics are left out of them), under the review
+    policy of the figures as given (missing confidences, consensus; SPEC 4c).
 
     Raises :class:`~kieval_core.exceptions.KievalInputError` naming a fix that does not
     match the ground truth.
@@ -180,9 +180,15 @@ def with_label_fixes(result: EvaluationResult, fixes: pd.DataFrame, source: str 
         pred = model.detail().pred_entities
         columns = pred[["doc_id", "group_type", "group", "entity_type", "value", "confidence"]]
         entities = columns.astype({"doc_id": object, "group_type": object, "entity_type": object})
-        doc_ids = tuple(d for d in original.gt.doc_ids if d not in set(model.missing_documents))
+        missing = set(model.missing_documents)
+        doc_ids = tuple(d for d in original.gt.doc_ids if d not in missing)
         dataset = Dataset(name, model.source, entities.reset_index(drop=True), doc_ids)
         scored = evaluate_model(fixed, dataset, name=name, normalizer=original.normalizer)
         models[name] = replace(scored, unknown_documents=model.unknown_documents, format=model.format,
                                notes=model.notes)
-    return replace(original, gt=fixed, models=models, before_fixes=original, label_fixes=fixes)
+    out = replace(original, gt=fixed, models=models, before_fixes=original, label_fixes=fixes)
+    policy = next(iter(original.models.values())).missing_confidence if original.models else "automate"
+    consensus = any(m.consensus_of for m in original.models.values())
+    if (policy, consensus) != ("automate", False):  # the review policy of the figures as given
+        out = with_confidence_sources(out, policy, "consensus" if consensus else "model")
+    return out

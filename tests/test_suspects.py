@@ -349,3 +349,19 @@ def test_fixing_an_evaluation_gives_the_figures_of_evaluating_with_the_fix_file(
         assert later.models[name].curve.equals(direct.models[name].curve)
         assert later.before_fixes.models[name].corpus.equals(direct.before_fixes.models[name].corpus)
     assert json.loads(report_json(later))["models"] == json.loads(report_json(direct))["models"]
+
+
+def test_fixing_an_evaluation_keeps_its_review_policy(tmp_path):
+    from kieval_core.evaluate import with_label_fixes
+
+    gt = dataset(GT, "gt")
+    preds = {"a": dataset({"d1": [(*NON, "zip", "81750")], "d2": [(*NON, "zip", "81750", 0.5)]}, "a")}
+    rows = [fix()]
+    (tmp_path / "fixes.json").write_text(json.dumps(rows))
+    path = tmp_path / "fixes.json"
+    direct = evaluate(gt, preds, gt_fixes=path, missing_confidence="review")
+    later = with_label_fixes(evaluate(gt, preds, missing_confidence="review"), parse_fixes(rows, "fixes.json"))
+    automated = evaluate(gt, preds, gt_fixes=path)
+    assert later.models["a"].missing_confidence == "review"
+    assert later.models["a"].curve.equals(direct.models["a"].curve)
+    assert not later.models["a"].curve.equals(automated.models["a"].curve)
