@@ -360,7 +360,7 @@ def test_fixing_an_evaluation_keeps_its_review_policy(tmp_path):
     (tmp_path / "fixes.json").write_text(json.dumps(rows))
     path = tmp_path / "fixes.json"
     direct = evaluate(gt, preds, gt_fixes=path, missing_confidence="review")
-    later = with_label_fixes(evaluate(gt, preds, missing_confidence="review"), parse_fixes(rows, "fixes.json"))
+    later = with_label_fixes(evaluate(gt, preds, missing_confidence="review"), parse_fixes(rows, "f"))
     automated = evaluate(gt, preds, gt_fixes=path)
     assert later.models["a"].missing_confidence == "review"
     assert later.models["a"].curve.equals(direct.models["a"].curve)
