@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..result.results import EvaluationResult
+from ..review.label_fixes import group_field
 
 #: The verdicts a reviewer gives a suspect, and how the page names them.
 VERDICTS = {"wrong": "label is wrong: use this value", "right": "label is right", "skip": "skip"}
@@ -97,8 +98,8 @@ def fix_rows_of(suspects: pd.DataFrame, verdicts: Mapping[str, dict]) -> list[di
         verdict = verdicts.get(suspect_key(row))
         if not verdict or verdict.get("verdict") != "wrong":
             continue
-        group = None if row["group"] < 0 else {"type": row["group_type"], "index": int(row["group"])}
-        rows.append({"doc_id": row["doc_id"], "entity_type": row["entity_type"], "group": group,
+        rows.append({"doc_id": row["doc_id"], "entity_type": row["entity_type"],
+                     "group": group_field(row["group_type"], row["group"]),
                      "gt_value": row["gt_value"], "fixed_value": verdict.get("fixed_value") or None,
                      "note": verdict.get("note") or ""})
     return rows

@@ -153,11 +153,10 @@ def _group_text(fix) -> str:
     return "" if fix.group < 0 else f", group {fix.group_type} {fix.group}"
 
 
-def fix_rows(verdicts: Sequence[dict]) -> list[dict]:
-    """The fix file's rows (SPEC 2f) of reviewer verdicts: those that say the label is
-    wrong, with the value to use (``fixed_value``) and the note."""
-    return [{key: verdict.get(key) for key in FIX_KEYS} | {"note": verdict.get("note") or ""}
-            for verdict in verdicts if verdict.get("verdict") == "wrong"]
+def group_field(group_type: str, group: int) -> dict | None:
+    """A GT group as fix files and the report write it: null for the non-group, else
+    ``{"type", "index"}``."""
+    return None if group < 0 else {"type": group_type, "index": int(group)}
 
 
 def fixes_json(rows: Sequence[dict]) -> str:
@@ -169,8 +168,7 @@ def fixes_json(rows: Sequence[dict]) -> str:
 def fix_records(fixes: pd.DataFrame) -> list[dict]:
     """Parsed fixes (:func:`parse_fixes`) as the rows of a fix file (the report's
     ``label_fixes``)."""
-    return [{"doc_id": f.doc_id, "entity_type": f.entity_type,
-             "group": None if f.group < 0 else {"type": f.group_type, "index": int(f.group)},
+    return [{"doc_id": f.doc_id, "entity_type": f.entity_type, "group": group_field(f.group_type, f.group),
              "gt_value": f.gt_value, "fixed_value": f.fixed_value, "note": f.note}
             for f in fixes.itertuples(index=False)]
 

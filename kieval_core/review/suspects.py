@@ -46,6 +46,7 @@ from ..count.engine import Counted
 from ..count.normalize import Normalizer
 from ..exceptions import KievalOptionError
 from ..safe_text import csv_text
+from .label_fixes import group_field
 
 #: Columns of :func:`rank_suspects` (``group`` is the GT group index, -1 for the non-group).
 SUSPECT_COLUMNS = ["doc_id", "entity_type", "group_type", "group", "kind", "gt_value", "proposed_value",
@@ -192,7 +193,7 @@ def suspect_records(suspects: pd.DataFrame) -> list[dict]:
     for row in suspects.itertuples(index=False):
         records.append({
             "doc_id": row.doc_id, "entity_type": row.entity_type,
-            "group": None if row.group < 0 else {"type": row.group_type, "index": int(row.group)},
+            "group": group_field(row.group_type, row.group),
             "kind": row.kind, "gt_value": row.gt_value, "proposed_value": row.proposed_value,
             "models": list(row.models), "values": list(row.values), "confidences": list(row.confidences),
             "score": float(row.score),
