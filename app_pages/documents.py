@@ -110,6 +110,22 @@ def _document(order: list[str]) -> None:
     name = session.selected_model(ws)
     model = ws.result.models[name]
     doc = st.session_state[session.DOC]
+    following = _navigation(order, doc, name)
+    _cards(model, doc)
+    pairs, boxes, aligned = documents.document_tables(session.view, model, name, doc)
+    images_digest = ws.sources.images.digest if ws.sources.images is not None else None
+    image_pages = ws.images.n_pages(doc) if ws.images is not None else 0
+    if len(boxes) or image_pages:
+        _on_the_page(ws, name, doc, boxes, aligned, image_pages, images_digest)
+    _matching(model, name, doc, pairs)
+    _pair_by_pair(model, name, doc, aligned)
+    if following is not None:  # built while the user looks at this one
+        session.ahead(lambda view: documents.build_document(view, model, name, following, ws.images,
+                                                            images_digest))
+
+
+def _navigation(order: list[str], doc: str, name: str) -> str | None:
+    """Previous, the picker and next; the address names the document. Returns the next one."""
     choices = order if doc in order else [doc, *order]
     previous, following = documents.neighbours(choices, doc)
     with st.container(horizontal=True, vertical_alignment="bottom"):
@@ -134,8 +150,11 @@ def _document(order: list[str]) -> None:
     st.query_params["doc"] = doc
     st.query_params["model"] = name
     st.session_state[session.URL] = {"doc": doc, "model": name}
+    return following
 
-    # --- the document ------------------------------------------------------------------------
+
+def _cards(model, doc: str) -> None:
+    """The document's title and its figures."""
     figures = model.documents.set_index("doc_id").loc[doc]
     st.subheader(f"Document {md(doc)}")
     if figures["missing"]:
@@ -154,62 +173,70 @@ def _document(order: list[str]) -> None:
         else:
             st.metric("Flat entity F1", pct(figures["flat_f1"]), border=True)
 
-    # --- the document on its page: boxes coloured by status, matched pairs numbered ----------
-    pairs, boxes, aligned = documents.document_tables(session.view, model, name, doc)
-    images_digest = ws.sources.images.digest if ws.sources.images is not None else None
-    image_pages = ws.images.n_pages(doc) if ws.images is not None else 0
-    if len(boxes) or image_pages:
-        n_pages = document_view.n_pages(boxes, image_pages)
-        page = 1
-        if n_pages > 1:
-            page = st.segmented_control("Page", list(range(1, n_pages + 1)), key=PAGE, default=1) or 1
-        image = ws.images.page(doc, page) if ws.images is not None else None
-        values = document_view.values_table(aligned)
-        chosen = st.session_state.get(VALUES)
-        rows = chosen["selection"]["rows"] if chosen else []
-        selected = rows[0] if rows else None
 
-        def _from_box(row) -> None:  # what the browser sent: a row of the values table, or ignored
-            if isinstance(row, int) and not isinstance(row, bool) and 0 <= row < len(values):
-                st.session_state[VALUES] = {"selection": {"rows": [row], "columns": []}}
+def _on_the_page(ws, name: str, doc: str, boxes, aligned, image_pages: int,
+                 images_digest: str | None) -> None:
+    """The document on its page: boxes coloured by status, matched pairs numbered, beside
+    its values (or the page image beside the values when the files carry no boxes)."""
+    n_pages = document_view.n_pages(boxes, image_pages)
+    page = 1
+    if n_pages > 1:
+        page = st.segmented_control("Page", list(range(1, n_pages + 1)), key=PAGE, default=1) or 1
+    image = ws.images.page(doc, page) if ws.images is not None else None
+    values = document_view.values_table(aligned)
+    chosen = st.session_state.get(VALUES)
+    rows = chosen["selection"]["rows"] if chosen else []
+    selected = rows[0] if rows else None
 
-        values_table = {
-            "key": VALUES, "on_select": "rerun", "selection_mode": "single-row", "hide_index": True,
-            "column_config": {"confidence": st.column_config.NumberColumn(format="%.4f")}, "placeholder": "",
-        }
-        if len(boxes):
-            frame = document_view.page_frame(boxes, image)
-            if image is None:
-                what = "a layout drawn from the boxes (no page image)"
-            elif ws.sources.sample:
-                what = "a rendering of the receipt's annotation, not a photo"
-            else:
-                what = f"page {page} of {md(ws.sources.images.name)}"
-            st.markdown(
-                f"**On the page** ({what}): ground-truth boxes on the left, predicted boxes on the right; "
-                "a matched pair of lines has the same number on both sides. Hover a box for its value, click "
-                "it to select its row below (and a row to outline its boxes); scroll to zoom, drag to pan."
-            )
-            if image is None and ws.images is not None:
-                st.caption("This document has no page image among the loaded images.")
-            if (beyond := document_view.outside(boxes, frame)):
-                st.warning(
-                    f"{beyond} box(es) of this document reach outside the page ({frame.width:,.0f} x "
-                    f"{frame.height:,.0f}); they are drawn where the file puts them.",
-                    icon=":material/warning:",
-                )
-            live_chart(
-                documents.page_figure(session.view, name, doc, boxes, page, image, selected, images_digest),
-                key="docs_view", revision=f"{name}/{doc}/{page}/{selected}", on_click=_from_box,
-                config={"scrollZoom": True, "modeBarButtonsToRemove": ["select2d", "lasso2d"]},
-            )
-            st.dataframe(values, height=min(36 + 35 * len(values), 320), **values_table)
-        else:
-            st.markdown("**On the page**: the page image beside the values (the files carry no boxes).")
-            left, right = st.columns(2)
-            left.image(image.jpeg, caption=f"page {page} of {n_pages}", width="stretch")
-            right.dataframe(values, height=600, **values_table)
+    def _from_box(row) -> None:  # what the browser sent: a row of the values table, or ignored
+        if isinstance(row, int) and not isinstance(row, bool) and 0 <= row < len(values):
+            st.session_state[VALUES] = {"selection": {"rows": [row], "columns": []}}
 
+    values_table = {
+        "key": VALUES, "on_select": "rerun", "selection_mode": "single-row", "hide_index": True,
+        "column_config": {"confidence": st.column_config.NumberColumn(format="%.4f")}, "placeholder": "",
+    }
+    if not len(boxes):
+        st.markdown("**On the page**: the page image beside the values (the files carry no boxes).")
+        left, right = st.columns(2)
+        left.image(image.jpeg, caption=f"page {page} of {n_pages}", width="stretch")
+        right.dataframe(values, height=600, **values_table)
+        return
+    frame = document_view.page_frame(boxes, image)
+    _page_caption(ws, page, image)
+    if (beyond := document_view.outside(boxes, frame)):
+        st.warning(
+            f"{beyond} box(es) of this document reach outside the page ({frame.width:,.0f} x "
+            f"{frame.height:,.0f}); they are drawn where the file puts them.",
+            icon=":material/warning:",
+        )
+    live_chart(
+        documents.page_figure(session.view, name, doc, boxes, page, image, selected, images_digest),
+        key="docs_view", revision=f"{name}/{doc}/{page}/{selected}", on_click=_from_box,
+        config={"scrollZoom": True, "modeBarButtonsToRemove": ["select2d", "lasso2d"]},
+    )
+    st.dataframe(values, height=min(36 + 35 * len(values), 320), **values_table)
+
+
+def _page_caption(ws, page: int, image) -> None:
+    """What the page view shows: the page image, a rendering, or a layout from the boxes."""
+    if image is None:
+        what = "a layout drawn from the boxes (no page image)"
+    elif ws.sources.sample:
+        what = "a rendering of the receipt's annotation, not a photo"
+    else:
+        what = f"page {page} of {md(ws.sources.images.name)}"
+    st.markdown(
+        f"**On the page** ({what}): ground-truth boxes on the left, predicted boxes on the right; "
+        "a matched pair of lines has the same number on both sides. Hover a box for its value, click "
+        "it to select its row below (and a row to outline its boxes); scroll to zoom, drag to pan."
+    )
+    if image is None and ws.images is not None:
+        st.caption("This document has no page image among the loaded images.")
+
+
+def _matching(model, name: str, doc: str, pairs) -> None:
+    """The group matching, when either side has groups."""
     if documents.has_groups(pairs):
         st.markdown(
             "**Group matching**: ground-truth lines on the left, predicted lines on the right; a line "
@@ -225,6 +252,9 @@ def _document(order: list[str]) -> None:
             "there is no group matching to show."
         )
 
+
+def _pair_by_pair(model, name: str, doc: str, aligned) -> None:
+    """The values, pair by pair, with the differing characters of a substitution marked."""
     st.markdown(
         "**Values, pair by pair**: the ground truth beside the prediction; in a substitution the "
         "characters that differ are marked on both sides."
@@ -234,9 +264,6 @@ def _document(order: list[str]) -> None:
     )
     rows = documents.pair_rows(session.view, model, name, doc, aligned)
     live_html(table_html(documents.value_columns(model), rows), key="docs_pairs", revision=f"{name}/{doc}")
-    if following is not None:  # built while the user looks at this one
-        session.ahead(lambda view: documents.build_document(view, model, name, following, ws.images,
-                                                            images_digest))
 
 
 _document(order)

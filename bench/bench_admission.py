@@ -6,7 +6,7 @@
 
 One ``streamlit run app.py`` server with ``KIEVAL_MEMORY_BUDGET_MB=--budget-mb`` and the
 environment ``kieval dashboard`` gives it (``--allocator dashboard``: glibc's malloc for
-everything, :data:`kieval_app.serving.launch.ALLOCATOR_ENV`; ``python``: Python's and Arrow's own
+everything, :data:`kieval_app.serving.tuning.ALLOCATOR_ENV`; ``python``: Python's and Arrow's own
 allocators, as before); one headless Chromium (Debian's), each session in its own browser
 context.
 
@@ -49,7 +49,7 @@ from app_facts import APP_PAGES, APP_SCRIPT, APP_UPLOAD_GT  # noqa: E402
 from bench_load import Monitor, log, open_session, switch_pages  # noqa: E402
 from builders import replicated_jsonl, zip_bomb  # noqa: E402
 
-from kieval_app.serving.launch import ALLOCATOR_ENV  # noqa: E402
+from kieval_app.serving.tuning import ALLOCATOR_ENV  # noqa: E402
 
 TIMEOUT_MS = 600_000  # uploads waiting for their turn on a busy machine
 SAMPLE_GT = HERE.parent / "sample_data" / "cord_v2_gt.jsonl"

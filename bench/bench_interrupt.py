@@ -90,6 +90,32 @@ def interrupted(folder: Path, args: list[str], when: Callable[[Path, float], boo
             "last_line": err.strip().splitlines()[-1] if err.strip() else "", "traceback": "Traceback" in err}
 
 
+def check_point(point: str, when: float, work: Path, earlier: Path, big: tuple[Path, Path], before: dict,
+                after: dict) -> bool:
+    """Interrupt a run at one point; print what it left and whether that is as it should be."""
+    shutil.rmtree(work)
+    shutil.copytree(earlier, work)
+    outcome = interrupted(work, command(work, *big), when)
+    now = hashes(work)
+    kept = {name: {before[name]: "earlier", after[name]: "complete"}.get(now[name], "BROKEN")
+            for name in OUTPUTS}
+    try:
+        load_run(work / "D")
+        opens = "opens"
+    except Exception as exc:  # the check's whole point: report anything
+        opens = f"DOES NOT OPEN ({type(exc).__name__}: {exc})"
+    left = sorted(p.name for p in work.iterdir() if TEMP_MARK in p.name)
+    said = outcome["last_line"].startswith("kieval: stopped by SIGTERM")
+    good = (outcome["code"] == 143 and not outcome["traceback"] and "BROKEN" not in kept.values()
+            and opens == "opens" and not left and said)
+    sent = "never" if outcome["sent_s"] is None else f"{outcome['sent_s']:.1f} s"
+    print(f"- {point}: SIGTERM at {sent}, ended at {outcome['ended_s']:.1f} s, exit {outcome['code']}; "
+          f"r.json {kept['r.json']}, e.csv {kept['e.csv']}, D {kept['D/report.json']} and {opens}; "
+          f"temporary files left: {left or 0}; stderr: {outcome['last_line']!r}"
+          f"{' (with a traceback)' if outcome['traceback'] else ''}{'' if good else '  <-- FAILED'}")
+    return good
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=150_000)
@@ -117,27 +143,7 @@ def main() -> None:
 
     failures = 0
     for point, when in points(total_s).items():
-        shutil.rmtree(work)
-        shutil.copytree(earlier, work)
-        outcome = interrupted(work, command(work, *big), when)
-        now = hashes(work)
-        kept = {name: {before[name]: "earlier", after[name]: "complete"}.get(now[name], "BROKEN")
-                for name in OUTPUTS}
-        try:
-            load_run(work / "D")
-            opens = "opens"
-        except Exception as exc:  # the check's whole point: report anything
-            opens = f"DOES NOT OPEN ({type(exc).__name__}: {exc})"
-        left = sorted(p.name for p in work.iterdir() if TEMP_MARK in p.name)
-        said = outcome["last_line"].startswith("kieval: stopped by SIGTERM")
-        good = (outcome["code"] == 143 and not outcome["traceback"] and "BROKEN" not in kept.values()
-                and opens == "opens" and not left and said)
-        failures += not good
-        sent = "never" if outcome["sent_s"] is None else f"{outcome['sent_s']:.1f} s"
-        print(f"- {point}: SIGTERM at {sent}, ended at {outcome['ended_s']:.1f} s, exit {outcome['code']}; "
-              f"r.json {kept['r.json']}, e.csv {kept['e.csv']}, D {kept['D/report.json']} and {opens}; "
-              f"temporary files left: {left or 0}; stderr: {outcome['last_line']!r}"
-              f"{' (with a traceback)' if outcome['traceback'] else ''}{'' if good else '  <-- FAILED'}")
+        failures += not check_point(point, when, work, earlier, big, before, after)
     print(f"{failures} FAILED" if failures else "all five points: every output earlier or complete, D opens")
     sys.exit(1 if failures else 0)
 

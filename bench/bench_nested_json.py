@@ -107,7 +107,7 @@ def end_to_end(gt: Path, pred: Path, out: Path, runs: int, before: list[tuple[st
 #: nested in another is part of its caller's time too.
 STAGES = [
     ("kieval_core.read.load", "load"),
-    ("kieval_core.result.scoring", "evaluate_model"),
+    ("kieval_core.result.scoring", "score_model"),
     ("kieval_core.count.engine", "count"),
     ("kieval_core.count.engine", "encode"),
     ("kieval_core.count.engine", "match"),

@@ -2,7 +2,7 @@
 
 :func:`build_workspace` reads the ground truth and scores every prediction file with the
 KIEval family at once (seconds even at 10,000 receipts), through the pipeline of
-:func:`kieval_core.evaluate` (``evaluate_model`` per file, ``combine`` for the result),
+:func:`kieval_core.evaluate` (``score_model`` per file, ``finish`` for the result),
 from the server's :class:`~kieval_app.serving.store.Store`: a file already read with the same
 options, or a model already scored against the same ground truth, is not computed again,
 by this session or any other (the uploads score a file to check it, so the workspace
@@ -40,10 +40,10 @@ from kieval_core.result.registry import resolve_families
 from kieval_core.result.scoring import (
     KeyCounts,
     OneSidedKey,
-    combine,
-    evaluate_model,
+    finish,
     one_sided_keys,
     peer_metrics,
+    score_model,
 )
 
 from .serving.isolation import ChildDied, run_isolated
@@ -222,7 +222,7 @@ def _peer_key(gt: Source, pred: Source, options: AppOptions) -> tuple:
 def score(store: Store, gt: Source, pred: Source, options: AppOptions,
           waiting: Waiting | None = None) -> tuple[ModelResult, KeyCounts]:
     """One prediction file scored with the KIEval family by the core's
-    :func:`~kieval_core.result.scoring.evaluate_model` (named after the file's stem), and its keys
+    :func:`~kieval_core.result.scoring.score_model` (named after the file's stem), and its keys
     (for the one-sided-key warnings); shared by content.
 
     Raises :class:`~kieval_core.KievalInputError` for a file that cannot be read, and its
@@ -237,7 +237,7 @@ def score(store: Store, gt: Source, pred: Source, options: AppOptions,
     def compute() -> tuple[ModelResult, KeyCounts]:
         gt_set = read_dataset(store, gt, options, "gt", waiting)
         pred_set = read_dataset(store, pred, options, "pred", waiting)
-        model = _run(store, cost, waiting, evaluate_model, gt_set, pred_set, name=pred.stem,
+        model = _run(store, cost, waiting, score_model, gt_set, pred_set, name=pred.stem,
                      normalizer=options.normalizer)
         return model, KeyCounts.of(pred_set)
 
@@ -323,7 +323,7 @@ def build_workspace(
             else:
                 peer = figures
         models[name] = dataclasses.replace(model, name=name, peer=peer)
-    result = combine(gt_set, models, keys, options.normalizer, resolve_families(options.families))
+    result = finish(gt_set, models, keys, options.normalizer, resolve_families(options.families))
     one_sided = tuple(one_sided_keys(KeyCounts.of(gt_set), keys))
     ws = Workspace(sources, options, result, tuple(problems), key, tuple(pending), one_sided)
     ws = _with_images(store, ws, held)

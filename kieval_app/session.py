@@ -61,15 +61,14 @@ from .serving import isolation
 from .serving.collector import Collector
 from .serving.launch import IMAGES_DIR, OPEN_RUN
 from .serving.reaper import Reaper, streamlit_reaper
-from .serving.store import IDLE_BYTES, Store
+from .serving.store import Store
+from .serving.tuning import SWITCH_INTERVAL_S, idle_bytes
 from .sources import DEFAULT_SAMPLE, AppOptions, Source, Sources, sample_sources, zipped
 
 SOURCES, PENDING, REFUSED, MESSAGES, UPLOADER = "sources", "pending", "refused", "messages", "uploader"
 WORKSPACE, DOC, URL, FRESH, MODEL = "workspace", "doc", "url", "fresh", "model"
 ARRIVAL, DELETE_RUN = "arrival", "delete_run"
 VERDICTS, SUSPECT = "verdicts", "suspect"
-#: The server's GIL switch interval (Python's default is 5 ms; see :func:`store`).
-SWITCH_INTERVAL_S = 0.001
 
 
 @st.cache_resource(show_spinner=False)
@@ -77,21 +76,18 @@ def store() -> Store:
     """The one store of this server process (``KIEVAL_IDLE_CACHE_MB`` sizes its idle part,
     the memory budget of :mod:`kieval_core.limits` its admissions, the heavy loads limit
     how many large reads and scorings run at once); made once, with the process's GIL
-    switch interval shortened (:data:`SWITCH_INTERVAL_S`), the fork server of the heavy reads
-    started (:mod:`kieval_app.serving.isolation`) and, in a server, its full garbage collections
-    skipping what survived the last one (:mod:`kieval_app.serving.collector`)."""
-    idle = int(os.environ.get("KIEVAL_IDLE_CACHE_MB", IDLE_BYTES // 2**20)) * 2**20
+    switch interval shortened (:data:`~kieval_app.serving.tuning.SWITCH_INTERVAL_S`), the
+    fork server of the heavy reads started (:mod:`kieval_app.serving.isolation`) and, in a
+    server, its full garbage collections skipping what survived the last one
+    (:mod:`kieval_app.serving.collector`)."""
     limits = Limits.from_env("app")
-    # A session's script gives the GIL up at every wait (a socket, Arrow, a lock) and, beside
-    # a read in another thread, waited up to the switch interval (5 ms) each time to get it
-    # back: page switches during uploads took 2.1-2.5 s; with 1 ms, 0.93 s (bench/README.md).
-    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    sys.setswitchinterval(SWITCH_INTERVAL_S)  # why: kieval_app.serving.tuning
     isolation.warm()  # heavy reads run in child processes (compute.read_dataset)
     collector = None
     if Runtime.exists() and type(Runtime.instance()) is Runtime:  # a server (AppTest: a stand-in)
         collector = Collector()
         collector.install()
-    return Store(idle_bytes=idle, budget=limits.memory_bytes, heavy_slots=limits.heavy_loads,
+    return Store(idle_bytes=idle_bytes(), budget=limits.memory_bytes, heavy_slots=limits.heavy_loads,
                  collector=collector)
 
 

@@ -20,6 +20,7 @@ import streamlit as st
 from kieval_core import NoCommonDocuments
 from kieval_core.figures.text import file_size, md
 from kieval_core.limits import SPECS
+from kieval_core.read.formats import upload_suffixes
 from kieval_core.read.page_images import unknown_documents
 
 from . import compute
@@ -27,7 +28,8 @@ from .session import MESSAGES, PENDING, REFUSED, SOURCES, UPLOADER, session_id, 
 from .sources import AppOptions, Source, Sources, sample_sources
 
 FILE_LIMIT = SPECS["file_mb"]
-UPLOAD_TYPES = ["json", "jsonl", "ndjson", "csv", "tsv", "parquet", "zip", "bio"]
+#: What an upload may be named: every suffix a reader reads, and .zip (a directory).
+UPLOAD_TYPES = [suffix.removeprefix(".") for suffix in upload_suffixes()]
 IMAGE_TYPES = ["zip", "png", "jpg", "jpeg", "webp", "tif", "tiff", "pdf"]
 
 

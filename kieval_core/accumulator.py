@@ -4,7 +4,8 @@
 predictions, one document or a batch per :meth:`~Accumulator.update`, and keeps only
 references to them: an update is bookkeeping (a type check and a few appends, about a
 microsecond), never scoring. :meth:`~Accumulator.compute` then scores everything at once
-through :func:`~kieval_core.evaluate`, on exactly what a ``{doc_id: document}`` JSON file
+through the steps of :func:`~kieval_core.evaluate` (:func:`~kieval_core.result.scoring.score_model`
+and :func:`~kieval_core.result.scoring.finish`), on exactly what a ``{doc_id: document}`` JSON file
 written by :func:`json.dumps` holds, so it gives the figures ``evaluate()`` gives on that
 file to the last bit. :meth:`~Accumulator.merge` joins the accumulators of data-parallel
 workers (they pickle, so ``torch.distributed.all_gather_object`` can carry them); no
@@ -32,11 +33,11 @@ from typing import Any
 
 from .count.normalize import Normalizer
 from .count.peer_families import PeerOptions, needs_structures
-from .evaluate import evaluate
 from .exceptions import KievalInputError, KievalOptionError
 from .read.formats import LoadOptions, load_bytes
 from .result.registry import resolve_families
 from .result.results import EvaluationResult
+from .result.scoring import KeyCounts, finish, score_model
 
 GT_SOURCE = "ground truth (accumulated)"
 
@@ -91,29 +92,8 @@ class Accumulator:
         self._update_batch(gt, pred, doc_ids)
 
     def _update_batch(self, gt: Any, pred: Any, doc_ids: Any) -> None:
-        for side, value in (("ground truth", gt), ("prediction", pred)):
-            if isinstance(value, (str, bytes, dict)) or not isinstance(value, Sequence):
-                if isinstance(value, dict):
-                    continue
-                msg = (f"update(): the {side} must be a dict (one document) or a list of dicts (a batch), "
-                       f"got {_kind(value)}")
-                raise KievalInputError(self._where(len(self._gt)), None, msg)
-        if isinstance(gt, dict) or isinstance(pred, dict):
-            msg = "update(): give one document as two dicts, or a batch as two lists of dicts"
-            raise KievalInputError(self._where(len(self._gt)), None, msg)
-        if len(gt) != len(pred):
-            msg = f"update(): a batch of {len(gt)} ground-truth documents and {len(pred)} predictions"
-            raise KievalInputError(self._where(len(self._gt)), None, msg)
-        if doc_ids is not None and (isinstance(doc_ids, str) or len(doc_ids) != len(gt)):
-            n = 1 if isinstance(doc_ids, str) else len(doc_ids)
-            msg = f"update(): {n} document id(s) for a batch of {len(gt)} documents"
-            raise KievalOptionError(msg)
         start = len(self._gt)
-        for i, (g, p) in enumerate(zip(gt, pred, strict=True)):
-            for side, value in (("ground truth", g), ("prediction", p)):
-                if type(value) is not dict:
-                    msg = f"the {side} must be a JSON object (a dict), got {_kind(value)}"
-                    raise KievalInputError(self._where(start), f"item {i} of the batch", msg)
+        self._check_batch(gt, pred, doc_ids, start)
         ids = [None] * len(gt) if doc_ids is None else [str(d) for d in doc_ids]
         if len(set(d for d in ids if d is not None)) < len([d for d in ids if d is not None]):
             raise KievalInputError(self._where(start), None, "the batch names a document id twice")
@@ -124,6 +104,31 @@ class Accumulator:
         self._ids += ids
         self._gt += gt
         self._pred += pred
+
+    def _check_batch(self, gt: Any, pred: Any, doc_ids: Any, start: int) -> None:
+        """Refuse a batch that is not two lists of dicts of one length (and as many ids)."""
+        for side, value in (("ground truth", gt), ("prediction", pred)):
+            if isinstance(value, (str, bytes, dict)) or not isinstance(value, Sequence):
+                if isinstance(value, dict):
+                    continue
+                msg = (f"update(): the {side} must be a dict (one document) or a list of dicts (a batch), "
+                       f"got {_kind(value)}")
+                raise KievalInputError(self._where(start), None, msg)
+        if isinstance(gt, dict) or isinstance(pred, dict):
+            msg = "update(): give one document as two dicts, or a batch as two lists of dicts"
+            raise KievalInputError(self._where(start), None, msg)
+        if len(gt) != len(pred):
+            msg = f"update(): a batch of {len(gt)} ground-truth documents and {len(pred)} predictions"
+            raise KievalInputError(self._where(start), None, msg)
+        if doc_ids is not None and (isinstance(doc_ids, str) or len(doc_ids) != len(gt)):
+            n = 1 if isinstance(doc_ids, str) else len(doc_ids)
+            msg = f"update(): {n} document id(s) for a batch of {len(gt)} documents"
+            raise KievalOptionError(msg)
+        for i, (g, p) in enumerate(zip(gt, pred, strict=True)):
+            for side, value in (("ground truth", g), ("prediction", p)):
+                if type(value) is not dict:
+                    msg = f"the {side} must be a JSON object (a dict), got {_kind(value)}"
+                    raise KievalInputError(self._where(start), f"item {i} of the batch", msg)
 
     def _add_id(self, doc_id: Any, position: int) -> None:
         if not isinstance(doc_id, (str, int)) or isinstance(doc_id, bool):
@@ -186,8 +191,9 @@ class Accumulator:
         gt = load_bytes(gt_text, GT_SOURCE, self.load_options, name="ground truth", keep_structures=keep)
         pred = load_bytes(pred_text, f"{self.name} (accumulated)", self.load_options, name=self.name,
                           keep_structures=keep)
-        return evaluate(gt, {self.name: pred}, normalizer=self.normalizer, metrics=self.metrics,
-                        load_options=self.load_options, peer_options=self.peer_options)
+        model = score_model(gt, pred, name=self.name, normalizer=self.normalizer, families=self.metrics,
+                            peer_options=self.peer_options)
+        return finish(gt, {self.name: model}, {self.name: KeyCounts.of(pred)}, self.normalizer, self.metrics)
 
 
 def _kind(value: Any) -> str:

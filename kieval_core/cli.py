@@ -345,15 +345,13 @@ def _evaluate(args: argparse.Namespace) -> int:
     from .count.peer_families import PeerOptions
     from .evaluate import evaluate
     from .output.render import decision_notes, document_target_line, render_report, summary_frame
-    from .output.runs import RunStage
     from .output.tracking import MlflowTarget
     from .read.formats import LoadOptions
-    from .result.results import all_error_lists
     from .result.suggest import hint_lines
     from .review.automation import Costs
     from .review.decisions import DecisionOptions
-    from .review.suspects import label_lines, write_suspects
-    from .safe_text import csv_text, for_terminal
+    from .review.suspects import label_lines
+    from .safe_text import for_terminal
 
     _batch_memory_pool()
     related = tuple(f.strip() for f in args.related_fields.split(",") if f.strip())
@@ -366,20 +364,11 @@ def _evaluate(args: argparse.Namespace) -> int:
                                 slices=options.meta, review=args.review)
     normalizer = Normalizer.from_names(args.normalize, args.compare, args.near_miss)
     peer = PeerOptions(args.cer_threshold, args.peer_structure)
-    engine = {}
-    if args.engine == "dask":  # the workers write the detail and return the error lists, if asked
-        engine = {"engine": "dask", "scheduler": args.scheduler,
-                  "collect_error_list": args.errors_csv is not None or args.mlflow is not None}
-    elif args.scheduler is not None:
-        raise KievalOptionError("--scheduler needs --engine dask")
+    engine = _engine(args)
     # the store is found (or the missing extra named) before the work starts
     tracker = MlflowTarget.open(args.mlflow or None) if args.mlflow is not None else None
     with OutputSet() as outputs:  # every output is staged before the work starts, then committed together
-        json_out = outputs.add(lambda: StagedFile(args.json, "--json")) if args.json else None
-        csv_out = outputs.add(lambda: StagedFile(args.errors_csv, "--errors-csv")) if args.errors_csv \
-            else None
-        suspects_out = outputs.add(lambda: StagedFile(args.suspects, "--suspects")) if args.suspects else None
-        run = outputs.add(lambda: RunStage(args.save_run, force=args.force)) if args.save_run else None
+        json_out, csv_out, suspects_out, run = _staged(outputs, args)
         if run is not None and args.engine == "dask":
             engine["run_dir"] = run.path
         progress = _Progress()
@@ -408,15 +397,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             print(for_terminal(f"try: {line}"))
         for warning in [*result.all_warnings, *dict.fromkeys(undefined)]:
             _say(f"warning: {warning}")
-        if json_out is not None:
-            json_out.path.write_text(report.text, encoding="utf-8")
-        if run is not None:
-            run.write(result, report.text, _inputs(args.gt, args.pred), _options(args))
-        if csv_out is not None:
-            csv_text(all_error_lists(result), csv_out.path, args.csv_formulas)
-        if suspects_out is not None:
-            write_suspects(result.suspects, suspects_out.path, args.csv_formulas,
-                           as_json=args.suspects.suffix.lower() == ".json")
+        _write(args, result, report, json_out, csv_out, suspects_out, run)
         outputs.commit()
     if tracker is not None:
         run_id = tracker.log(result, report, options=_options(args), run_dir=args.save_run,
@@ -426,6 +407,46 @@ def _evaluate(args: argparse.Namespace) -> int:
     for failure in failures:
         _say(f"gate failed: {failure}")
     return EXIT_GATE if failures else EXIT_OK
+
+
+def _engine(args: argparse.Namespace) -> dict:
+    """evaluate()'s engine options: the local engine, or Dask (the workers write the detail
+    and return the error lists, if asked)."""
+    if args.engine == "dask":
+        return {"engine": "dask", "scheduler": args.scheduler,
+                "collect_error_list": args.errors_csv is not None or args.mlflow is not None}
+    if args.scheduler is not None:
+        raise KievalOptionError("--scheduler needs --engine dask")
+    return {}
+
+
+def _staged(outputs: OutputSet, args: argparse.Namespace) -> tuple:
+    """The outputs asked for (--json, --errors-csv, --suspects, --save-run), each staged (None
+    when not asked)."""
+    from .output.runs import RunStage
+
+    json_out = outputs.add(lambda: StagedFile(args.json, "--json")) if args.json else None
+    csv_out = outputs.add(lambda: StagedFile(args.errors_csv, "--errors-csv")) if args.errors_csv else None
+    suspects_out = outputs.add(lambda: StagedFile(args.suspects, "--suspects")) if args.suspects else None
+    run = outputs.add(lambda: RunStage(args.save_run, force=args.force)) if args.save_run else None
+    return json_out, csv_out, suspects_out, run
+
+
+def _write(args: argparse.Namespace, result, report, json_out, csv_out, suspects_out, run) -> None:
+    """The staged outputs written (committed together by the caller)."""
+    from .result.results import all_error_lists
+    from .review.suspects import write_suspects
+    from .safe_text import csv_text
+
+    if json_out is not None:
+        json_out.path.write_text(report.text, encoding="utf-8")
+    if run is not None:
+        run.write(result, report.text, _inputs(args.gt, args.pred), _options(args))
+    if csv_out is not None:
+        csv_text(all_error_lists(result), csv_out.path, args.csv_formulas)
+    if suspects_out is not None:
+        write_suspects(result.suspects, suspects_out.path, args.csv_formulas,
+                       as_json=args.suspects.suffix.lower() == ".json")
 
 
 def _batch_memory_pool() -> None:

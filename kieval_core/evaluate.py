@@ -26,9 +26,9 @@ from .result.scoring import (
     DatasetLike,
     KeyCounts,
     Progress,
-    combine,
-    evaluate_model,
+    finish,
     named_inputs,
+    score_model,
     unique_name,
 )
 from .review.label_fixes import apply_fixes, read_fixes
@@ -149,10 +149,10 @@ def _evaluate(gt, predictions, *, normalizer, metrics, load_options, peer_option
     def scored(truth: Dataset) -> EvaluationResult:
         models: dict[str, ModelResult] = {}
         for i, (name, pred) in enumerate(preds.items()):
-            models[name] = evaluate_model(truth, pred, name=name, normalizer=normalizer, families=families,
-                                          peer_options=peer_options)
+            models[name] = score_model(truth, pred, name=name, normalizer=normalizer, families=families,
+                                       peer_options=peer_options)
             report(3 + 2 * i, steps, f"scored {name}")
-        return combine(truth, models, keys, normalizer, families)
+        return finish(truth, models, keys, normalizer, families)
 
     if fixes is None:
         return scored(gt_set)
@@ -183,7 +183,7 @@ def with_label_fixes(result: EvaluationResult, fixes: pd.DataFrame, source: str 
         missing = set(model.missing_documents)
         doc_ids = tuple(d for d in original.gt.doc_ids if d not in missing)
         dataset = Dataset(name, model.source, entities.reset_index(drop=True), doc_ids)
-        scored = evaluate_model(fixed, dataset, name=name, normalizer=original.normalizer)
+        scored = score_model(fixed, dataset, name=name, normalizer=original.normalizer)
         models[name] = replace(scored, unknown_documents=model.unknown_documents, format=model.format,
                                notes=model.notes)
     out = replace(original, gt=fixed, models=models, before_fixes=original, label_fixes=fixes)

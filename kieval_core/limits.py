@@ -183,16 +183,8 @@ class Limits:
     # --- bytes ---------------------------------------------------------------------
 
     @property
-    def file_bytes(self) -> int:
-        return int(self.file_mb * MIB)
-
-    @property
     def uncompressed_bytes(self) -> int:
         return int(self.uncompressed_mb * MIB)
-
-    @property
-    def session_bytes(self) -> int:
-        return int(self.session_mb * MIB)
 
     @property
     def memory_bytes(self) -> int:

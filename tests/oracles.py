@@ -230,3 +230,25 @@ def naive_bootstrap(review, target: float, resamples: int, seed: int, band_point
             "reachable_share": len(chosen) / resamples if resamples else 0.0,
             "band": [[taus[i] for i in shown], np.quantile(curves, 0.025, axis=0).tolist(),
                      np.quantile(curves, 0.975, axis=0).tolist()] if curves else None}
+
+
+def brute_force_match(shared, substitutable, exact) -> list[tuple[int, int]]:
+    """The pairing of one block (SPEC 3.2) by enumeration: every pairing of size min(N, M),
+    the best by (S, W, X), then the lexicographically smallest GT sequence over predicted
+    rows (what :func:`kieval_core.count.matching.match_block` finds without enumerating)."""
+
+    n_pred, n_gt = shared.shape
+    best_key, best = None, []
+    if n_pred <= n_gt:
+        candidates = ([(n, m) for n, m in enumerate(p)] for p in itertools.permutations(range(n_gt), n_pred))
+    else:
+        candidates = ([(n, m) for m, n in enumerate(p)] for p in itertools.permutations(range(n_pred), n_gt))
+    for pairs in candidates:
+        sequence = [n_gt] * n_pred
+        for n, m in pairs:
+            sequence[n] = m
+        key = (*(sum(int(x[n, m]) for n, m in pairs) for x in (shared, substitutable, exact)),
+               tuple(-d for d in sequence))
+        if best_key is None or key > best_key:
+            best_key, best = key, sorted(pairs)
+    return best

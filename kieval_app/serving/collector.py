@@ -32,8 +32,7 @@ import gc
 import time
 from collections.abc import Callable
 
-#: Seconds after which the next full collection scans everything again.
-THAW_EVERY_S = 60.0
+from .tuning import THAW_EVERY_S
 
 
 class Collector:

@@ -59,8 +59,8 @@ class _Popen(popen_forkserver.Popen):
         finally:
             set_spawning_popen(None)
         self.sentinel, w = forkserver.connect_to_new_process(self._fds)
-        parent_w = os.dup(w)  # the child's sentinel of this process
-        self.finalizer = util.Finalize(self, util.close_fds, (parent_w, self.sentinel))
+        _parent_w = os.dup(w)  # the child's sentinel of this process
+        self.finalizer = util.Finalize(self, util.close_fds, (_parent_w, self.sentinel))
         with open(w, "wb", closefd=True) as f:
             f.write(buf.getbuffer())
         self.pid = forkserver.read_signed(self.sentinel)

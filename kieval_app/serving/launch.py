@@ -15,19 +15,12 @@ from pathlib import Path
 from typing import NoReturn
 
 from ..paths import app_root
+from .tuning import ALLOCATOR_ENV
 
 #: Environment variable naming a saved run the dashboard opens.
 OPEN_RUN = "KIEVAL_OPEN_RUN"
 #: Environment variable naming the directory of page images (``kieval dashboard --images``).
 IMAGES_DIR = "KIEVAL_IMAGES_DIR"
-#: How the server allocates memory, unless its environment says otherwise: everything on
-#: glibc's malloc (Python's small objects, Arrow's buffers), in at most two arenas, so that
-#: what a closed session held goes back to the system (:meth:`kieval_app.serving.store.Store.trim`).
-#: Python's own allocator frees a 1 MiB arena only when every object in it is gone, and the
-#: few objects that outlive a large read keep hundreds of arenas: after 8 uploads at once
-#: the server stayed 140-300 MiB above its start; with these, at it (bench/README.md,
-#: "Admission and release"). The price: reading an upload takes ~35% more CPU.
-ALLOCATOR_ENV = {"PYTHONMALLOC": "malloc", "MALLOC_ARENA_MAX": "2", "ARROW_DEFAULT_MEMORY_POOL": "system"}
 
 
 def command(port: int, host: str, server_options: Sequence[str] = ()) -> list[str]:

@@ -40,9 +40,7 @@ which session holds what.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import dataclasses
-import gc
 import itertools
 import os
 import threading
@@ -54,15 +52,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from kieval_core.limits import HEAVY_BYTES
 
 from .collector import Collector
+from .tuning import IDLE_BYTES, MIB, release_memory
 
-#: Default byte budget of entries no session holds (``KIEVAL_IDLE_CACHE_MB`` overrides).
-IDLE_BYTES = 64 * 2**20
-MIB = 2**20
 #: Seconds between two calls of a waiting caller's ``waiting`` callback.
 WAIT_TICK_S = 0.5
 #: Items of a large container measured by :func:`approximate_size` (the rest is scaled).
@@ -141,12 +136,6 @@ def _series_size(series: pd.Series) -> int:
         per_value = (sum(len(str(v)) for v in sample) / max(len(sample), 1)) + 57
         return int(per_value * len(series))
     return int(series.memory_usage(index=False, deep=False))
-
-
-def _malloc_trim() -> None:
-    """Give freed heap memory back to the operating system (glibc keeps it otherwise)."""
-    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to do
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 @dataclasses.dataclass
@@ -423,9 +412,7 @@ class Store:
         system: the C heap's and Arrow's memory pool's (mimalloc keeps freed pages for reuse
         otherwise; the values of every dataset are Arrow text)."""
         self._thaw()
-        gc.collect()
-        _malloc_trim()
-        pa.default_memory_pool().release_unused()
+        release_memory()
 
     def _held(self) -> set[Hashable]:
         return set().union(*self._holders.values()) if self._holders else set()

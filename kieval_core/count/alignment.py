@@ -20,7 +20,6 @@ from rapidfuzz.distance import Levenshtein
 from ..read.locations import LOCATION_COLUMNS, has_locations
 from .engine import Counted
 
-PAIR_STATUSES = ("non-group", "exact", "partial", "unmatched GT", "unmatched prediction")
 _PAIR_KEYS = ["group_type", "gt_group", "pred_group"]
 
 
@@ -28,7 +27,8 @@ def group_pairs(counted: Counted, doc_id: str) -> pd.DataFrame:
     """The pairs of one document in display order.
 
     Columns ``group_type, gt_group, pred_group, shared, status, n_gt, n_pred, corrections``;
-    status is one of :data:`PAIR_STATUSES` (-1 marks a missing side).
+    status is one of ``non-group``, ``exact``, ``partial``, ``unmatched GT`` or ``unmatched
+    prediction`` (-1 marks a missing side).
     """
     cells = counted.cells[counted.cells["doc_id"] == doc_id]
     pairs = counted.pairs[counted.pairs["doc_id"] == doc_id]

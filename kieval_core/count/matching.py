@@ -392,26 +392,3 @@ def lexicographic_smallest(tight: np.ndarray, mate: np.ndarray, n_pred: int, n_g
                 owner[b, column] = row
                 row = next_row
     return mate
-
-
-def brute_force_match(shared: np.ndarray, substitutable: np.ndarray,
-                      exact: np.ndarray) -> list[tuple[int, int]]:
-    """Oracle for tests: enumerate every pairing of size min(N, M), keep the best by
-    (S, W, X) and then the lexicographically smallest GT sequence over predicted rows."""
-    from itertools import permutations
-
-    n_pred, n_gt = shared.shape
-    best_key, best = None, []
-    if n_pred <= n_gt:
-        candidates = ([(n, m) for n, m in enumerate(p)] for p in permutations(range(n_gt), n_pred))
-    else:
-        candidates = ([(n, m) for m, n in enumerate(p)] for p in permutations(range(n_pred), n_gt))
-    for pairs in candidates:
-        sequence = [n_gt] * n_pred
-        for n, m in pairs:
-            sequence[n] = m
-        key = (*(sum(int(x[n, m]) for n, m in pairs) for x in (shared, substitutable, exact)),
-               tuple(-d for d in sequence))
-        if best_key is None or key > best_key:
-            best_key, best = key, sorted(pairs)
-    return best

@@ -234,6 +234,26 @@ def matching_figure(model: ModelResult, doc_id: str, pairs: pd.DataFrame | None 
             points["text"].append(f"{line}<br>{by.summary(key, MATCHING_LABEL_CHARS)}")
             name = label if non_group else f"{label} {side} line {index + 1}"
             points["hovertext"].append(f"<b>{name}</b> ({row.status})<br>{by.hover(key)}")
+    traces = _matching_traces(links, labels, sides)
+    layout = base_layout(
+        height=120 + 42 * max(n, 1),
+        xaxis={"range": MATCHING_X_RANGE, "visible": False, "fixedrange": True},
+        yaxis={"visible": False, "range": [-0.8, n - 0.2], "fixedrange": True},
+        legend={**LEGEND_ABOVE, "x": 0.5, "xanchor": "center"},  # over the two columns
+        annotations=[
+            {"x": 0, "y": n - 0.35, "text": "<b>ground truth</b>", "showarrow": False, "xanchor": "right",
+             "yshift": 12},
+            {"x": 1, "y": n - 0.35, "text": "<b>prediction</b>", "showarrow": False, "xanchor": "left",
+             "yshift": 12},
+        ],
+    )
+    return go.Figure(data=traces, layout=layout, _validate=False)
+
+
+def _matching_traces(links: dict[str, tuple[list, list]], labels: dict[str, list],
+                     sides: dict[str, dict[str, list]]) -> list[dict]:
+    """The matching chart's traces: one of links per colour, one of link labels, one of
+    points per side, and the legend."""
     # plain dicts, not validated when built (a go.Scatter per trace validates each twice;
     # the next document waits for it): tests/app/test_builders.py validates the figure
     traces: list[dict] = [
@@ -259,19 +279,7 @@ def matching_figure(model: ModelResult, doc_id: str, pairs: pd.DataFrame | None 
          "marker": {"size": 12, "symbol": "square", "color": color}}
         for status, color in _PAIR_COLORS.items()
     ]
-    layout = base_layout(
-        height=120 + 42 * max(n, 1),
-        xaxis={"range": MATCHING_X_RANGE, "visible": False, "fixedrange": True},
-        yaxis={"visible": False, "range": [-0.8, n - 0.2], "fixedrange": True},
-        legend={**LEGEND_ABOVE, "x": 0.5, "xanchor": "center"},  # over the two columns
-        annotations=[
-            {"x": 0, "y": n - 0.35, "text": "<b>ground truth</b>", "showarrow": False, "xanchor": "right",
-             "yshift": 12},
-            {"x": 1, "y": n - 0.35, "text": "<b>prediction</b>", "showarrow": False, "xanchor": "left",
-             "yshift": 12},
-        ],
-    )
-    return go.Figure(data=traces, layout=layout, _validate=False)
+    return traces
 
 
 # --- one document's parts, each built once through ``view(name, fn, *key)``: the page's

@@ -1,7 +1,9 @@
-"""Scoring one prediction set against the ground truth: restricting it to the GT
-documents, counting, tallying, the peer families, and the warnings about documents and keys
-present on one side only. :func:`kieval_core.evaluate.evaluate`, the dashboard and the
-partitions of a distributed run all score through these functions.
+"""The orchestration of an evaluation: :func:`score_model` scores one prediction set against
+the ground truth (restricted to the GT documents, counted, tallied, its peer families and
+warnings), :func:`finish` makes the evaluation of the scored models (with the warnings about
+keys present on one side only). :func:`kieval_core.evaluate.evaluate`,
+the dashboard, the partitions of a distributed run and the Accumulator all go through these
+two functions.
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
+
 from ..count.engine import Counted, count
 from ..count.normalize import Normalizer
 from ..count.peer_families import PeerFigures, PeerOptions
 from ..exceptions import KievalOptionError, NoCommonDocuments
-from ..read.dataset import Dataset
+from ..read.dataset import Dataset, DatasetSummary
 from ..read.doc_ids import id_mismatch
 from ..review.automation import ReviewModel
 from .consensus import missing_confidence_warning
@@ -35,11 +39,17 @@ def named_inputs(predictions) -> list[tuple[str | None, DatasetLike]]:
     return [(None, p) for p in predictions]
 
 
-def combine(gt: Dataset, models: Mapping[str, ModelResult], keys: Mapping[str, KeyCounts],
-            normalizer: Normalizer, families: tuple[str, ...]) -> EvaluationResult:
-    """The evaluation of the scored models (``keys``: each model's :class:`KeyCounts`, for the
-    warnings about keys present on one side only)."""
-    warnings = tuple(k.message for k in one_sided_keys(KeyCounts.of(gt), keys))
+def finish(gt: Dataset | DatasetSummary, models: Mapping[str, ModelResult], keys: Mapping[str, KeyCounts],
+           normalizer: Normalizer, families: tuple[str, ...], *,
+           gt_keys: KeyCounts | None = None) -> EvaluationResult:
+    """The evaluation of the scored models: the one last step of :func:`~kieval_core.evaluate`,
+    a distributed run's merge, the app and the :class:`~kieval_core.Accumulator`.
+
+    ``keys`` are each model's :class:`KeyCounts` (``gt_keys`` the ground truth's, counted
+    from ``gt`` when it is a dataset), for the warnings about keys present on one side only.
+    """
+    gt_keys = KeyCounts.of(gt) if gt_keys is None else gt_keys
+    warnings = tuple(k.message for k in one_sided_keys(gt_keys, keys))
     return EvaluationResult(gt, dict(models), normalizer, families, warnings)
 
 
@@ -50,19 +60,38 @@ def unique_name(name: str, taken: Mapping[str, object]) -> None:
         raise KievalOptionError(msg)
 
 
-def evaluate_model(gt: Dataset, pred: Dataset, *, name: str, normalizer: Normalizer,
-                   families: tuple[str, ...] = ("kieval",),
-                   peer_options: PeerOptions = PeerOptions()) -> ModelResult:
-    """Score one prediction set: restrict it to the GT documents and count."""
-    check_overlap(gt, pred)
+def score_model(gt: Dataset, pred: Dataset, *, name: str, normalizer: Normalizer,
+                families: tuple[str, ...] = ("kieval",), peer_options: PeerOptions = PeerOptions(),
+                partition: bool = False) -> ModelResult:
+    """One prediction set scored against the ground truth: restricted to the GT documents,
+    counted, tallied, its peer families and its warnings. The one per-model step of
+    :func:`~kieval_core.evaluate`, the partitions of a distributed run, the app and the
+    :class:`~kieval_core.Accumulator`.
+
+    A prediction set that shares no document with the ground truth is refused
+    (:class:`~kieval_core.NoCommonDocuments`), except on one ``partition`` of a corpus
+    (the whole corpus was checked before it was partitioned).
+    """
+    if not partition:
+        check_overlap(gt, pred)
     scored = score(gt, pred, normalizer)
-    tally = Tally.from_counted(scored.counted)
+    return model_result(name, pred, Tally.from_counted(scored.counted), scored.missing, scored.unknown,
+                        meta=gt.meta, counted=scored.counted,
+                        peer=compute_peer(families, gt, scored.restricted, peer_options))
+
+
+def model_result(name: str, pred: Dataset | DatasetSummary, tally: Tally, missing: tuple[str, ...],
+                 unknown: tuple[str, ...], *, meta: pd.DataFrame | None, counted: Counted | None = None,
+                 peer: Mapping[str, PeerFigures] | None = None,
+                 partition_error_list: pd.DataFrame | None = None) -> ModelResult:
+    """A :class:`ModelResult` from its tally (this process's scoring, or a merge of
+    partitions'): how the predictions were read, and the warnings about missing and
+    unknown documents and predictions without confidence."""
     return ModelResult(
-        name=name, source=pred.source, tally=tally, counted=scored.counted,
-        missing_documents=scored.missing, unknown_documents=scored.unknown,
-        warnings=model_warnings(pred.warnings, scored.missing, scored.unknown, tally.review),
-        peer=compute_peer(families, gt, scored.restricted, peer_options), meta=gt.meta,
-        format=pred.format, notes=pred.notes,
+        name=name, source=pred.source, tally=tally, counted=counted, missing_documents=missing,
+        unknown_documents=unknown, warnings=model_warnings(pred.warnings, missing, unknown, tally.review),
+        peer={} if peer is None else peer, meta=meta, format=pred.format, notes=pred.notes,
+        partition_error_list=partition_error_list,
     )
 
 
@@ -102,7 +131,7 @@ def restrict(gt: Dataset, pred: Dataset) -> Dataset:
 def peer_metrics(gt: Dataset, pred: Dataset, families: Sequence[str], peer_options: PeerOptions,
                  step: PeerStep | None = None) -> dict[str, PeerFigures]:
     """The peer-metric families of one prediction set, restricted to the GT documents, as
-    :func:`evaluate_model` computes them; apart from the KIEval counts, so a caller can
+    :func:`score_model` computes them; apart from the KIEval counts, so a caller can
     compute them later (the app does, in the background; ``step`` reports each family and
     may stop the work by raising)."""
     return compute_peer(families, gt, restrict(gt, pred), peer_options, step)

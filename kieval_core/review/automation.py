@@ -428,10 +428,6 @@ def _point(model: ReviewModel, reviewed: np.ndarray, costs: Costs) -> ReviewPoin
 
 # --- whole-document review (SPEC 4c) -----------------------------------------------------
 
-#: What a person reviews: the predictions below τ, or every document with one below τ, whole.
-REVIEW_MODES = ("predictions", "documents")
-
-
 def review_documents_with(model: ReviewModel, limits: np.ndarray, costs: Costs = Costs()) -> ReviewPoint:
     """Whole-document review (SPEC 4c): a document with any prediction below its limit is
     opened and corrected entirely, additions included; the others keep their errors."""

@@ -197,17 +197,9 @@ def _run(client: Any, inputs: dict[str, str], normalizer: Normalizer, options: L
         if pred.doc_ids and gt_ids.isdisjoint(pred.doc_ids):
             raise no_common_documents(gt.source, gt.doc_ids, pred.source, pred.doc_ids)
     names = list(inputs)
-    n_rows = sum(info.n_rows for shard_infos in infos.values() for info in shard_infos)
-    shuffle = partitions is not None or not aligned(infos[_GT], [infos[n] for n in names[1:]])
-    del infos  # the client keeps the summaries only
-    if shuffle:
-        threads = sum(client.nthreads().values()) or 1
-        n_parts = partitions or max(math.ceil(n_rows / ROWS_PER_PARTITION), threads)
-        rows = _shuffle(client, reads, n_parts)
-    else:
-        n_parts = len(paths[_GT])
-        rows = {name: [[futures[k]] for k in range(n_parts)] for name, futures in reads.items()}
-    del reads  # each shard is dropped once its partitions have taken their rows
+    n_parts, rows = _partitioned(client, reads, infos, partitions)
+    # each shard is dropped once its partitions have taken their rows; the client keeps the summaries
+    del reads, infos
     if run_dir is not None:
         clear_partitions(run_dir)
     job = Job(Input(gt.name, gt.source, gt.format),
@@ -222,6 +214,20 @@ def _run(client: Any, inputs: dict[str, str], normalizer: Normalizer, options: L
         future.release()
         report(total + done, total + n_parts, "scored partitions")
     return merge_partitions(results, gt, summaries, normalizer)
+
+
+def _partitioned(client: Any, reads: dict[str, list], infos: dict[str, list[ShardInfo]],
+                 partitions: int | None) -> tuple[int, dict[str, list[list]]]:
+    """The number of partitions and each input's rows per partition: the shards as they are
+    when they are aligned (and no number was asked for), else shuffled by the doc_id's hash."""
+    names = list(reads)
+    if partitions is None and aligned(infos[_GT], [infos[n] for n in names[1:]]):
+        n_parts = len(reads[_GT])
+        return n_parts, {name: [[futures[k]] for k in range(n_parts)] for name, futures in reads.items()}
+    n_rows = sum(info.n_rows for shard_infos in infos.values() for info in shard_infos)
+    threads = sum(client.nthreads().values()) or 1
+    n_parts = partitions or max(math.ceil(n_rows / ROWS_PER_PARTITION), threads)
+    return n_parts, _shuffle(client, reads, n_parts)
 
 
 def _read(client: Any, distributed: Any, paths: Mapping[str, list[Path]], options: LoadOptions,

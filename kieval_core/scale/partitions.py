@@ -7,7 +7,7 @@ canonical order), so:
 
 * :func:`score_partition` runs the local engine's code on one partition (the rows of its
   documents, as :class:`~kieval_core.read.shards.ShardRows`): :func:`~kieval_core.read.shards.assemble`,
-  :func:`~kieval_core.result.scoring.score` and :meth:`~kieval_core.result.tally.Tally.from_counted`;
+  :func:`~kieval_core.result.scoring.score_model`, as a local run scores;
 * :func:`merge_partitions` reduces the partitions' results into the
   :class:`~kieval_core.result.results.EvaluationResult` of the whole corpus:
   :meth:`~kieval_core.result.tally.Tally.merge` of their tallies (integer counts summed, per-document
@@ -35,7 +35,7 @@ from ..output.runs import save_partition
 from ..read.dataset import DatasetSummary
 from ..read.shards import ShardRows, assemble
 from ..result.results import EvaluationResult, ModelResult, error_list_of
-from ..result.scoring import KeyCounts, model_warnings, one_sided_keys, score
+from ..result.scoring import KeyCounts, finish, model_result, score_model
 from ..result.tally import Tally
 
 
@@ -110,11 +110,11 @@ def score_partition(index: int, gt_rows: Sequence[ShardRows], pred_rows: Mapping
             models[spec.name] = ModelPart(None, (), tuple(sorted(pred.doc_ids)), KeyCounts.of(pred))
             detail.append(None)
             continue
-        scored = score(gt, pred, job.normalizer)
-        error_list = error_list_of(scored.counted) if job.collect_error_list else None
-        models[spec.name] = ModelPart(Tally.from_counted(scored.counted), scored.missing, scored.unknown,
+        model = score_model(gt, pred, name=spec.name, normalizer=job.normalizer, partition=True)
+        error_list = error_list_of(model.counted) if job.collect_error_list else None
+        models[spec.name] = ModelPart(model.tally, model.missing_documents, model.unknown_documents,
                                       KeyCounts.of(pred), error_list)
-        detail.append(scored.counted)
+        detail.append(model.counted)
     if job.run_dir is not None:
         save_partition(job.run_dir, index, gt, detail)
     return PartitionResult(index, gt.n_entities, gt.n_groups, KeyCounts.of(gt), models)
@@ -138,15 +138,12 @@ def merge_partitions(parts: Sequence[PartitionResult], gt: DatasetSummary,
         missing = tuple(sorted(chain.from_iterable(m.missing for m in own)))
         unknown = tuple(sorted(chain.from_iterable(m.unknown for m in own)))
         error_lists = [m.error_list for m in own if m.error_list is not None]
-        models[name] = ModelResult(
-            name=name, source=pred.source, tally=tally, missing_documents=missing, unknown_documents=unknown,
-            warnings=model_warnings(pred.warnings, missing, unknown, tally.review), meta=gt.meta,
-            format=pred.format, notes=pred.notes,
-            partition_error_list=merge_error_lists(error_lists) if error_lists else None,
-        )
+        merged = merge_error_lists(error_lists) if error_lists else None
+        models[name] = model_result(name, pred, tally, missing, unknown, meta=gt.meta,
+                                    partition_error_list=merged)
     keys = {name: KeyCounts.merge([p.models[name].keys for p in parts]) for name in predictions}
-    warnings = tuple(k.message for k in one_sided_keys(KeyCounts.merge([p.gt_keys for p in parts]), keys))
-    return EvaluationResult(gt, models, normalizer, ("kieval",), warnings)
+    gt_keys = KeyCounts.merge([p.gt_keys for p in parts])
+    return finish(gt, models, keys, normalizer, ("kieval",), gt_keys=gt_keys)
 
 
 def merge_error_lists(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:

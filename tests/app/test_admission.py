@@ -361,10 +361,10 @@ def test_the_server_switches_threads_often_enough_for_clicks_beside_a_read():
     switch interval is 1 ms instead of 5 (bench/README.md: 2.1-2.5 s -> 0.93 s per switch)."""
     import sys
 
-    from kieval_app import session
+    from kieval_app.serving import tuning
 
     started()
-    assert sys.getswitchinterval() == pytest.approx(session.SWITCH_INTERVAL_S)
+    assert sys.getswitchinterval() == pytest.approx(tuning.SWITCH_INTERVAL_S)
 
 
 def test_a_server_with_nobody_gives_back_its_free_memory_at_every_check():

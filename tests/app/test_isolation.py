@@ -238,3 +238,54 @@ def test_a_cancelled_heavy_scoring_stops_its_child(big_gt, big_pred):
     assert seen and all(_gone(p.pid) for p in seen)
     assert store.peek(compute._model_key(big_gt, big_pred, AppOptions())) is None
     assert store.stats()["reserved"] == 0 and store.stats()["heavy_running"] == 0
+
+
+#: Python minor versions whose standard library the launch override was checked against
+#: (requires-python >= 3.10); a new minor version fails below until its _launch is compared.
+CHECKED_PYTHONS = {(3, 10), (3, 11), (3, 12), (3, 13)}
+
+
+def _statements(function) -> list[str]:
+    """The statements of a function's body as ASTs (docstring, comments and annotations left out)."""
+    import ast
+    import textwrap
+
+    (node,) = ast.parse(textwrap.dedent(inspect.getsource(function))).body
+    body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    return [ast.dump(s) for s in body]
+
+
+def test_the_launch_override_is_the_standard_librarys_without_the_main_module():
+    """kieval_app.serving.isolation overrides the private ``Popen._launch`` of the fork
+    server. Pinned: on the Python running the tests it is the standard library's method
+    statement for statement, plus the two lines that drop the main module from what the
+    child prepares; and the standard library still names those two keys. A CPython whose
+    ``_launch`` changed fails here, before a server starts children that rerun a page."""
+    import sys
+    from multiprocessing import popen_forkserver, spawn
+
+    from kieval_app.serving.isolation import _Popen
+
+    assert sys.version_info[:2] in CHECKED_PYTHONS, "compare _launch with this Python's standard library"
+    ours = _statements(_Popen._launch)
+    dropped = [s for s in ours if "init_main_from" in s]
+    assert len(dropped) == 2 and all("pop" in s for s in dropped)
+    assert [s for s in ours if s not in dropped] == _statements(popen_forkserver.Popen._launch)
+    preparation = inspect.getsource(spawn.get_preparation_data)
+    assert "init_main_from_name" in preparation and "init_main_from_path" in preparation
+
+
+def test_a_child_does_not_run_the_parents_main_module(tmp_path, monkeypatch):
+    """What the override is for: in a Streamlit server ``__main__`` is the latest page script,
+    which a child prepared the standard library's way would run again as it starts."""
+    import sys
+    import types
+
+    marker = tmp_path / "ran"
+    page = tmp_path / "page.py"
+    page.write_text(f"open({str(marker)!r}, 'w').write('ran')\n", "utf-8")
+    script = types.ModuleType("__main__")
+    script.__file__, script.__spec__ = str(page), None
+    monkeypatch.setitem(sys.modules, "__main__", script)
+    assert run_isolated(divmod, 7, 2) == (3, 1)
+    assert not marker.exists()

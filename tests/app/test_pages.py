@@ -312,6 +312,18 @@ def test_keys_inside_documents_are_scored_in_the_app():
     assert workspace(at).result.models["pred"].entity.f1 == pytest.approx(2 / 3)
 
 
+def test_bare_iob2_files_are_uploaded_and_scored():
+    """The uploader takes every suffix a reader reads (``.iob2`` was missing from its list)."""
+    from kieval_app.uploads import UPLOAD_TYPES
+
+    assert "iob2" in UPLOAD_TYPES
+    at = started()
+    upload(at, "gt", ("gt.iob2", b"Total O\n5.00 B-total\n\nDate O\n02/01/2024 B-date\n"))
+    upload(at, "pred", ("tagger.iob2", b"Total O\n5.00 B-total\n\nDate B-date\n02/01/2024 O\n"))
+    model = workspace(at).result.models["tagger"]
+    assert model.format == "iob2" and (model.entity.tp, model.corrections.substitution) == (1, 1)
+
+
 def test_predictions_uploaded_before_their_ground_truth_are_checked_again():
     gt = _jsonl([{"doc_id": "x1", "total": "5"}, {"doc_id": "x2", "total": "6"}])
     pred = _jsonl([{"doc_id": "x1", "total": "5"}, {"doc_id": "x2", "total": "7"}])

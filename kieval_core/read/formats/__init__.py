@@ -42,7 +42,14 @@ from .lists import list_rows
 from .nested import NestedReader, doc_id_of, reference_numbers
 from .table import DELIMITERS, check_footer, parquet_footer, read_table
 
-_IOB2_SUFFIXES = (".bio", ".bioes", ".iob", ".iob2")
+#: Suffixes of IOB2 files, and of long tables (Parquet, and the delimited texts).
+IOB2_SUFFIXES = (".bio", ".bioes", ".iob", ".iob2")
+TABLE_SUFFIXES = (*DELIMITERS, ".parquet")
+#: The columns that make JSON lines a long table.
+TABLE_KEYS = frozenset({"doc_id", "entity", "value"})
+#: The suffixes of per-document files of a directory: KIEval CSV, and JSON documents.
+CSV_DIRECTORY_SUFFIXES = frozenset({".csv", ".tsv", ".txt"})
+JSON_DIRECTORY_SUFFIXES = frozenset({".json", ".txt", ".md"})
 #: Most files a directory or zip may hold.
 MAX_FILES = 200_000
 #: Bytes inflated at a time when a zip member is read (the cap is checked between chunks).
@@ -105,12 +112,60 @@ FilesReader = Callable[[Mapping[str, bytes], str, LoadOptions, DatasetBuilder], 
 
 @dataclass(frozen=True)
 class Reader:
-    """One input format: how to read it from one file, and from a directory of files."""
+    """One input format: how to read it from one file and from a directory of files, the
+    file names it reads (``suffixes``), and how auto-detection recognises it: ``sniff``
+    looks at one file (a :class:`Sample`), ``sniff_files`` at the names and contents of a
+    directory's files. A format without a sniffer is read only when named (``--format``).
+    The sniffers of different readers never accept the same input, so detection does not
+    depend on their order."""
 
     name: str
     description: str
     read_file: FileReader | None = None
     read_files: FilesReader | None = None
+    suffixes: tuple[str, ...] = ()
+    sniff: Callable[[Sample], bool] | None = None
+    sniff_files: Callable[[Mapping[str, bytes]], bool] | None = None
+
+
+class Sample:
+    """One file as detection sees it: its suffix, the start of its content, and (computed
+    once, when a sniffer asks) its first JSON record."""
+
+    def __init__(self, data: bytes, suffix: str, source: str) -> None:
+        self.data, self.suffix, self.source = data, suffix, source
+        self.head = data.lstrip()[:1]
+
+    @property
+    def by_suffix(self) -> bool:
+        """Whether a reader claims the file by its suffix alone (tables, IOB2)."""
+        return self.suffix in TABLE_SUFFIXES or self.suffix in IOB2_SUFFIXES
+
+    @property
+    def json_value(self) -> bool:
+        """One JSON value: a ``.json`` file, or a ``[`` list of records in a file that is not JSONL."""
+        listed = self.head == b"[" and self.suffix != ".jsonl"
+        return not self.by_suffix and (self.suffix == ".json" or listed)
+
+    @functools.cached_property
+    def form(self) -> str | None:
+        return sniff_form(self.data) if self.suffix == ".json" and not self.by_suffix else None
+
+    @functools.cached_property
+    def first(self) -> dict | None:
+        """The first record of JSON lines (``.jsonl``, ``.ndjson`` or a file starting with
+        ``{``), None for any other file; a JSON-lines file without records is refused."""
+        lines = self.suffix in (".jsonl", ".ndjson") or self.head == b"{"
+        if self.by_suffix or self.json_value or not lines:
+            return None
+        record = first_record(self.data, self.source)
+        if record is None:
+            raise KievalInputError(self.source, None, "the file has no records")
+        return record
+
+    @property
+    def long_table_record(self) -> bool:
+        return self.first is not None and set(self.first) >= TABLE_KEYS
 
 
 def _nested(options: LoadOptions, builder: DatasetBuilder) -> NestedReader:
@@ -267,18 +322,54 @@ def _form_reader(fmt: str) -> tuple[FileReader, FilesReader]:
     return read_file, read_files
 
 
+def _json_directory(files: Mapping[str, bytes]) -> str | None:
+    """``funsd``, ``docile`` or ``json-dir`` for a directory of JSON documents (by its first
+    JSON file), None for any other directory."""
+    suffixes = {PurePath(f).suffix.lower() for f in files}
+    if not (suffixes <= JSON_DIRECTORY_SUFFIXES and ".json" in suffixes):
+        return None
+    first = next(data for f, data in files.items() if f.lower().endswith(".json"))
+    return sniff_form(first) or "json-dir"
+
+
+def _suffixes_within(allowed: Iterable[str]) -> Callable[[Mapping[str, bytes]], bool]:
+    allowed = frozenset(allowed)
+    return lambda files: {PurePath(f).suffix.lower() for f in files} <= allowed
+
+
+def _form(fmt: str) -> Reader:
+    read_file, read_files = _form_reader(fmt)
+    description = {"funsd": "FUNSD form annotations, one JSON per document (boxes)",
+                   "docile": "DocILE invoice annotations, one JSON per document (boxes)"}[fmt]
+    return Reader(fmt, description, read_file, read_files, (".json",),
+                  sniff=lambda sample: sample.form == fmt,
+                  sniff_files=lambda files: _json_directory(files) == fmt)
+
+
 READERS: dict[str, Reader] = {r.name: r for r in (
-    Reader("json", "nested JSON: {doc_id: document} or a list of records", read_file=_read_json),
-    Reader("jsonl", "nested JSON records, one per line (Donut metadata.jsonl too)", read_file=_read_jsonl),
-    Reader("json-dir", "a directory (or .zip) of one JSON document per file", read_files=_read_json_dir),
+    Reader("json", "nested JSON: {doc_id: document} or a list of records", read_file=_read_json,
+           suffixes=(".json",), sniff=lambda sample: sample.json_value and sample.form is None),
+    Reader("jsonl", "nested JSON records, one per line (Donut metadata.jsonl too)", read_file=_read_jsonl,
+           suffixes=(".jsonl", ".ndjson"),
+           sniff=lambda sample: sample.first is not None and not sample.long_table_record
+           and valid_lines_of(sample.first) is None),
+    Reader("json-dir", "a directory (or .zip) of one JSON document per file", read_files=_read_json_dir,
+           suffixes=(".json",), sniff_files=lambda files: _json_directory(files) == "json-dir"),
     Reader("table", "long table: CSV, TSV, JSONL or Parquet rows doc_id, entity, value, ...",
-           read_file=_read_table),
-    Reader("cord", "CORD's original annotations (valid_line)", read_file=_read_cord),
-    Reader("kieval-csv", "the official KIEval tool's CSV directories", read_files=_read_kieval_csv),
-    Reader("iob2", "IOB2 token/tag lines (.bio)", read_file=_read_iob2, read_files=_read_iob2_dir),
-    Reader("lists", "parallel |-separated lists (--related-fields)", read_file=_read_lists),
-    Reader("funsd", "FUNSD form annotations, one JSON per document (boxes)", *_form_reader("funsd")),
-    Reader("docile", "DocILE invoice annotations, one JSON per document (boxes)", *_form_reader("docile")),
+           read_file=_read_table, suffixes=(*TABLE_SUFFIXES, ".jsonl"),
+           sniff=lambda sample: sample.suffix in TABLE_SUFFIXES or sample.long_table_record),
+    Reader("cord", "CORD's original annotations (valid_line)", read_file=_read_cord, suffixes=(".jsonl",),
+           sniff=lambda sample: sample.first is not None and not sample.long_table_record
+           and valid_lines_of(sample.first) is not None),
+    Reader("kieval-csv", "the official KIEval tool's CSV directories", read_files=_read_kieval_csv,
+           suffixes=(".csv",), sniff_files=_suffixes_within(CSV_DIRECTORY_SUFFIXES)),
+    Reader("iob2", "IOB2 token/tag lines (.bio)", read_file=_read_iob2, read_files=_read_iob2_dir,
+           suffixes=IOB2_SUFFIXES, sniff=lambda sample: sample.suffix in IOB2_SUFFIXES,
+           sniff_files=_suffixes_within(IOB2_SUFFIXES)),
+    Reader("lists", "parallel |-separated lists (--related-fields)", read_file=_read_lists,
+           suffixes=(".jsonl",)),
+    _form("funsd"),
+    _form("docile"),
 )}
 #: Format names accepted by ``--format`` and the app's override.
 FORMATS = ("auto", *READERS)
@@ -381,23 +472,12 @@ def _listed(names: list[str], at_most: int = 10) -> str:
 
 
 def detect_file_format(data: bytes, suffix: str, source: str) -> str:
-    """The format of one file, from its suffix and its first record."""
-    if suffix in DELIMITERS or suffix == ".parquet":
-        return "table"
-    if suffix in _IOB2_SUFFIXES:
-        return "iob2"
-    head = data.lstrip()[:1]
-    if suffix == ".json" and (form := sniff_form(data)) is not None:
-        return form
-    if suffix == ".json" or (head == b"[" and suffix != ".jsonl"):
-        return "json"
-    if suffix in (".jsonl", ".ndjson") or head == b"{":
-        first = first_record(data, source)
-        if first is None:
-            raise KievalInputError(source, None, "the file has no records")
-        if {"doc_id", "entity", "value"} <= set(first):
-            return "table"
-        return "cord" if valid_lines_of(first) is not None else "jsonl"
+    """The format of one file, from its suffix and its first record: the reader whose
+    sniffer accepts it."""
+    sample = Sample(data, suffix, source)
+    for reader in READERS.values():
+        if reader.sniff is not None and reader.sniff(sample):
+            return reader.name
     if not data.strip():
         raise KievalInputError(source, None, "the file is empty")
     msg = "unknown format: expected .json, .jsonl, .csv, .tsv, .parquet or a .zip of files"
@@ -405,17 +485,24 @@ def detect_file_format(data: bytes, suffix: str, source: str) -> str:
 
 
 def detect_directory_format(files: Mapping[str, bytes], source: str) -> str:
-    """The format of a directory of per-document files, from their suffixes."""
+    """The format of a directory of per-document files, from their suffixes (and the
+    first JSON file's head): the reader whose directory sniffer accepts it."""
+    for reader in READERS.values():
+        if reader.sniff_files is not None and reader.sniff_files(files):
+            return reader.name
     suffixes = {PurePath(f).suffix.lower() for f in files}
-    if suffixes <= {".csv", ".tsv", ".txt"}:
-        return "kieval-csv"
-    if suffixes <= {".json", ".txt", ".md"} and ".json" in suffixes:
-        first = next(data for f, data in files.items() if f.lower().endswith(".json"))
-        return sniff_form(first) or "json-dir"
-    if suffixes <= set(_IOB2_SUFFIXES):
-        return "iob2"
     msg = f"cannot tell the format of a directory holding {', '.join(sorted(suffixes))} files"
     raise KievalInputError(source, None, msg)
+
+
+def upload_suffixes() -> tuple[str, ...]:
+    """Every file suffix some reader reads, and ``.zip`` (a directory), sorted: what an
+    upload may be named.
+
+    >>> {".iob2", ".jsonl", ".parquet", ".zip"} <= set(upload_suffixes())
+    True
+    """
+    return tuple(sorted({s for r in READERS.values() for s in r.suffixes} | {".zip"}))
 
 
 def _zip_members(data: bytes, source: str, options: LoadOptions) -> tuple[dict[str, bytes], list[str]]:
@@ -529,5 +616,5 @@ def _ratio_exceeded(where: str, size: int, member: zipfile.ZipInfo, limits: Limi
     return LimitExceeded(where, "zip_ratio", measured, limits.zip_ratio)
 
 
-__all__ = ["FORMATS", "READERS", "LoadOptions", "Reader", "decode_text", "load", "load_bytes",
-           "load_estimate", "load_files"]
+__all__ = ["FORMATS", "READERS", "LoadOptions", "Reader", "Sample", "decode_text", "load", "load_bytes",
+           "load_estimate", "load_files", "upload_suffixes"]

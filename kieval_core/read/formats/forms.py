@@ -67,6 +67,28 @@ def _location(item: dict, key: str, builder: DatasetBuilder, doc_id: str, entity
 def add_funsd(content: Any, doc_id: str, where: str, source: str, builder: DatasetBuilder) -> None:
     """One FUNSD document."""
     items = _items(content, FUNSD_KEY, source)
+    group_of = _question_answer_groups(items)
+    sizes = Counter(group_of.values())  # only question-answer links join items
+    rows, locations = [], {}
+    for item in items:
+        text = scalar_text(item.get("text"))
+        label = scalar_text(item.get("label")) or "other"
+        if text is None:
+            continue
+        known = item.get("id") in group_of
+        key = group_of[item["id"]] if known else None
+        group = ("qa", str(key)) if known and sizes[key] > 1 else ("", "")
+        entity_type = f"qa.{label}" if group[0] else label
+        location = _location(item, "box", builder, doc_id, entity_type, 1)
+        if location is not None:
+            locations[len(rows)] = location
+        rows.append((*group, entity_type, text, _NAN))
+    builder.add(doc_id, where, rows, None, None, locations)
+
+
+def _question_answer_groups(items: list) -> dict:
+    """Each FUNSD item id -> the id of its group's root, items joined by their
+    question-answer links (union-find)."""
     by_id = {item.get("id"): item for item in items}
     parent = {i: i for i in by_id}
 
@@ -82,22 +104,7 @@ def add_funsd(content: Any, doc_id: str, where: str, source: str, builder: Datas
             if len(ends) == 2 and all(e is not None for e in ends) and \
                     {ends[0].get("label"), ends[1].get("label")} == {"question", "answer"}:
                 parent[root(link[0])] = root(link[1])
-    sizes = Counter(root(i) for i in by_id)  # only question-answer links join items
-    grouped = {key for key, size in sizes.items() if size > 1}
-    rows, locations = [], {}
-    for item in items:
-        text = scalar_text(item.get("text"))
-        label = scalar_text(item.get("label")) or "other"
-        if text is None:
-            continue
-        key = root(item["id"]) if item.get("id") in parent else None
-        group = ("qa", str(key)) if key in grouped else ("", "")
-        entity_type = f"qa.{label}" if group[0] else label
-        location = _location(item, "box", builder, doc_id, entity_type, 1)
-        if location is not None:
-            locations[len(rows)] = location
-        rows.append((*group, entity_type, text, _NAN))
-    builder.add(doc_id, where, rows, None, None, locations)
+    return {i: root(i) for i in by_id}
 
 
 def add_docile(content: Any, doc_id: str, where: str, source: str, builder: DatasetBuilder) -> None:

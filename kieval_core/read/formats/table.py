@@ -347,24 +347,7 @@ def table_to_entities(table: pa.Table | pd.DataFrame, source: str, *, lines: np.
         table = pa.Table.from_pandas(table, preserve_index=False)
     if lines is None:
         lines = np.arange(table.num_rows) + 2
-    written = [str(c).strip() for c in table.column_names]
-    table = table.rename_columns([c.lower() for c in written])
-    seen: set[str] = set()
-    for column in table.column_names:
-        if column in seen and column in (*REQUIRED, *OPTIONAL, *meta_keys):
-            raise KievalInputError(source, "header", f"column {column!r} appears twice")
-        seen.add(column)
-    missing = [c for c in REQUIRED if c not in table.column_names]
-    if missing:
-        found = ", ".join(written) or "none"
-        msg = f"missing column(s) {', '.join(missing)} (found: {found})"
-        tokens = [token for c in written for token in c.split()]
-        if tokens and all(KEY_VALUE.fullmatch(token) for token in tokens):
-            msg = (f"key=value tokens ({tokens[0]}, ...) instead of a header: Kleister's "
-                   "one-document-a-line format, which kieval does not read; write it as a long table "
-                   "with the columns doc_id, entity, value (or as JSONL)")
-            raise KievalInputError(source, "line 1", msg)
-        raise KievalInputError(source, "header", msg)
+    table = _checked_header(table, source, meta_keys)
 
     def at(mask: np.ndarray) -> str:
         return f"{where} {int(lines[int(np.argmax(mask))])}"
@@ -404,6 +387,30 @@ def table_to_entities(table: pa.Table | pd.DataFrame, source: str, *, lines: np.
         for name, column in zip(LOCATION_COLUMNS, located[present].T, strict=True):
             frame[name] = column
     return frame, doc_ids, first, meta
+
+
+def _checked_header(table: pa.Table, source: str, meta_keys: tuple[str, ...]) -> pa.Table:
+    """The table with its column names stripped and lower-cased; a column named twice or a
+    required column missing is refused (a Kleister-style ``key=value`` line is named)."""
+    written = [str(c).strip() for c in table.column_names]
+    table = table.rename_columns([c.lower() for c in written])
+    seen: set[str] = set()
+    for column in table.column_names:
+        if column in seen and column in (*REQUIRED, *OPTIONAL, *meta_keys):
+            raise KievalInputError(source, "header", f"column {column!r} appears twice")
+        seen.add(column)
+    missing = [c for c in REQUIRED if c not in table.column_names]
+    if missing:
+        found = ", ".join(written) or "none"
+        msg = f"missing column(s) {', '.join(missing)} (found: {found})"
+        tokens = [token for c in written for token in c.split()]
+        if tokens and all(KEY_VALUE.fullmatch(token) for token in tokens):
+            msg = (f"key=value tokens ({tokens[0]}, ...) instead of a header: Kleister's "
+                   "one-document-a-line format, which kieval does not read; write it as a long table "
+                   "with the columns doc_id, entity, value (or as JSONL)")
+            raise KievalInputError(source, "line 1", msg)
+        raise KievalInputError(source, "header", msg)
+    return table
 
 
 def _locations(table: pa.Table, doc_id: pa.ChunkedArray, entity: pa.ChunkedArray, lines: np.ndarray,
