@@ -344,13 +344,11 @@ def _evaluate(args: argparse.Namespace) -> int:
     from .count.normalize import Normalizer
     from .count.peer_families import PeerOptions
     from .evaluate import evaluate
-    from .output.render import decision_notes, document_target_line, render_report, summary_frame
+    from .output.render import render_report, summary_frame
     from .output.tracking import MlflowTarget
     from .read.formats import LoadOptions
-    from .result.suggest import hint_lines
     from .review.automation import Costs
     from .review.decisions import DecisionOptions
-    from .review.suspects import label_lines
     from .safe_text import for_terminal
 
     _batch_memory_pool()
@@ -384,17 +382,8 @@ def _evaluate(args: argparse.Namespace) -> int:
             summary = _format_summary(summary_frame(result, report.figures))
         undefined = [str(w.message) for w in caught if issubclass(w.category, UndefinedMetricWarning)]
         print("\n".join(for_terminal(line) for line in summary.splitlines()))
-        for line in decision_notes(report.figures):
+        for line in _notes(args, result, report.figures):
             print(for_terminal(line))
-        if args.document_target is not None:  # its figures have no row of the table
-            print(for_terminal(document_target_line(report.figures)))
-        if result.comparators:
-            compared = ", ".join(f"{t}={c}" for t, c in result.comparators.items())
-            print(for_terminal(f"comparators: {compared}"))
-        for line in label_lines(result):
-            print(for_terminal(line))
-        for line in [] if args.no_hints else hint_lines(result):
-            print(for_terminal(f"try: {line}"))
         for warning in [*result.all_warnings, *dict.fromkeys(undefined)]:
             _say(f"warning: {warning}")
         _write(args, result, report, json_out, csv_out, suspects_out, run)
@@ -418,6 +407,24 @@ def _engine(args: argparse.Namespace) -> dict:
     if args.scheduler is not None:
         raise KievalOptionError("--scheduler needs --engine dask")
     return {}
+
+
+def _notes(args: argparse.Namespace, result, figures: dict) -> list[str]:
+    """The lines under the summary table: decisions, the document target, the comparators,
+    the suspect labels and label fixes, the hints."""
+    from .output.render import decision_notes, document_target_line
+    from .result.suggest import hint_lines
+    from .review.suspects import label_lines
+
+    lines = decision_notes(figures)
+    if args.document_target is not None:  # its figures have no row of the table
+        lines.append(document_target_line(figures))
+    if result.comparators:
+        lines.append("comparators: " + ", ".join(f"{t}={c}" for t, c in result.comparators.items()))
+    lines += label_lines(result)
+    if not args.no_hints:
+        lines += [f"try: {line}" for line in hint_lines(result)]
+    return lines
 
 
 def _staged(outputs: OutputSet, args: argparse.Namespace) -> tuple:

@@ -103,42 +103,17 @@ def apply_fixes(gt: Dataset, fixes: pd.DataFrame, normalizer: Normalizer = Norma
     normaliser (each copy fixed at most once). The copy keeps no uploaded structures (the
     peer metrics re-nest its entities) and says in its notes how many fixes it holds."""
     entities = gt.entities
-    known_docs = set(gt.doc_ids)
-    named = entities[entities["doc_id"].isin(set(fixes["doc_id"]))]
-    slots: dict[tuple, list[int]] = {}
-    for row, key in zip(named.index, zip(named["doc_id"], named["group_type"], named["group"],
-                                         named["entity_type"], map(normalizer, named["value"]), strict=True),
-                        strict=True):
-        slots.setdefault(key, []).append(row)
-    groups = {(d, t, g) for d, t, g in zip(named["doc_id"], named["group_type"], named["group"], strict=True)}
+    index = _Slots(gt, set(fixes["doc_id"]), normalizer, source)
     changed: dict[int, str | None] = {}
     added = []
     for number, fix in enumerate(fixes.itertuples(index=False), start=1):
-        where = f"fix {number} ({fix.doc_id}, {fix.entity_type}{_group_text(fix)})"
-
-        def refuse(problem: str, where: str = where):
-            raise KievalInputError(source, where, problem)
-
-        if fix.doc_id not in known_docs:
-            refuse("unknown document: the ground truth has no such doc_id")
-        if fix.group >= 0 and (fix.doc_id, fix.group_type, fix.group) not in groups:
-            refuse("unknown group: the ground truth has no such group in this document")
-        if fix.gt_value is None:
+        row = index.row_of(fix, f"fix {number} ({fix.doc_id}, {fix.entity_type}{_group_text(fix)})", changed)
+        if row is None:
             added.append(fix)
-            continue
-        rows = [r for r in slots.get((fix.doc_id, fix.group_type, fix.group, fix.entity_type,
-                                      normalizer(fix.gt_value)), []) if r not in changed]
-        if not rows:
-            slot = (fix.doc_id, fix.group_type, fix.group, fix.entity_type)
-            held = entities.loc[[r for key, rs in slots.items() if key[:4] == slot for r in rs], "value"]
-            if held.empty:
-                refuse(f"unknown entity: the ground truth has no {fix.entity_type!r} there")
-            listed = ", ".join(repr(v) for v in held)
-            refuse(f"old value {fix.gt_value!r} is not the GT's (it holds {listed})")
-        changed[rows[0]] = fix.fixed_value
-    kept = entities.drop(index=[r for r, v in changed.items() if v is None])
+        else:
+            changed[row] = fix.fixed_value
+    kept = entities.drop(index=[r for r, v in changed.items() if v is None]).copy()
     replaced = [r for r, v in changed.items() if v is not None]
-    kept = kept.copy()
     kept.loc[replaced, "value"] = [changed[r] for r in replaced]
     if added:
         extra = pd.DataFrame(added).rename(columns={"fixed_value": "value"})
@@ -147,6 +122,44 @@ def apply_fixes(gt: Dataset, fixes: pd.DataFrame, normalizer: Normalizer = Norma
     kept = kept.reset_index(drop=True).astype(entities.dtypes.to_dict())
     note = f"{len(fixes)} label fix(es) applied from {source}"
     return replace(gt, entities=kept, structures=None, notes=(*gt.notes, note))
+
+
+class _Slots:
+    """The GT values of the documents a fix file names, by (document, group type, group,
+    entity type, normalised value): where each fix finds its row."""
+
+    def __init__(self, gt: Dataset, doc_ids: set[str], normalizer: Normalizer, source: str) -> None:
+        named = gt.entities[gt.entities["doc_id"].isin(doc_ids)]
+        columns = [named[c] for c in ("doc_id", "group_type", "group", "entity_type")]
+        self.values = named["value"]
+        self.rows: dict[tuple, list[int]] = {}
+        for row, *slot, value in zip(named.index, *columns, map(normalizer, named["value"]), strict=True):
+            self.rows.setdefault((*slot, value), []).append(row)
+        self.groups = set(zip(*columns[:3], strict=True))
+        self.docs = set(gt.doc_ids)
+        self.normalizer = normalizer
+        self.source = source
+
+    def row_of(self, fix, where: str, taken: dict[int, object]) -> int | None:
+        """The GT row a fix replaces or removes (None for a gap), not one of ``taken``; a
+        fix that does not match is refused, named by ``where``."""
+        def refuse(problem: str):
+            raise KievalInputError(self.source, where, problem)
+
+        if fix.doc_id not in self.docs:
+            refuse("unknown document: the ground truth has no such doc_id")
+        if fix.group >= 0 and (fix.doc_id, fix.group_type, fix.group) not in self.groups:
+            refuse("unknown group: the ground truth has no such group in this document")
+        if fix.gt_value is None:
+            return None
+        slot = (fix.doc_id, fix.group_type, fix.group, fix.entity_type)
+        free = [r for r in self.rows.get((*slot, self.normalizer(fix.gt_value)), []) if r not in taken]
+        if free:
+            return free[0]
+        held = [self.values[r] for key, rows in self.rows.items() if key[:4] == slot for r in rows]
+        if not held:
+            refuse(f"unknown entity: the ground truth has no {fix.entity_type!r} there")
+        refuse(f"old value {fix.gt_value!r} is not the GT's (it holds {', '.join(map(repr, held))})")
 
 
 def _group_text(fix) -> str:
