@@ -14,6 +14,7 @@ from kieval_core.figures.style import KIND_LABELS, KINDS
 from kieval_core.figures.text import md, number
 from kieval_core.result.results import top_confusions
 from kieval_core.result.suggest import suggested_comparators
+from kieval_core.result.tables import causes_table
 
 ws = session.current()
 session.require_models(ws)
@@ -30,6 +31,10 @@ st.caption(
 
 if model.causes is not None and c.total:
     st.subheader("Why: corrections per field by cause")
+    if len(ws.result.models) > 1 and st.toggle("Every model's causes side by side", key="errors_all_causes"):
+        frame, columns = shown(session.view("all_causes", lambda: causes_table(ws.result)),
+                               counts=set(ws.result.models))
+        st.dataframe(frame, hide_index=True, column_config=columns, placeholder="")
     st.plotly_chart(
         session.view("errors_causes", lambda: error_analysis.causes_by_type_figure(model), name),
         key="errors_causes",

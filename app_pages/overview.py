@@ -3,7 +3,7 @@ details are one click away."""
 
 import streamlit as st
 
-from kieval_app import saved_runs, session, sidebar, uploads
+from kieval_app import rules_panel, saved_runs, session, sidebar, uploads
 from kieval_app.columns import metric_styler, metric_table, shown
 from kieval_app.sources import SAMPLES
 from kieval_core.count.causes import largest_cause
@@ -111,6 +111,8 @@ if not ws.has_models:
 
 # --- headline ----------------------------------------------------------------------------
 st.subheader("Headline figures")
+rules_panel.headline(result)
+st.markdown("**Every headline metric, under the rules in force**")
 table = overview.metric_table(result, headline=True)
 best = overview.best_models(result, table)
 st.table(metric_styler(result, table))
@@ -149,6 +151,17 @@ with st.container(horizontal=True, gap="medium"):  # the links wrap on narrow sc
                  icon=":material/menu_book:")
 
 # --- details -----------------------------------------------------------------------------
+# a fixed label: an expander whose label changes is a new one, closed (an edit would close it)
+box = st.expander(
+    "Field rules: how each field is compared (edit, apply the suggested rules, a rules file)",
+    icon=":material/rule:",
+    key="overview_rules_open",
+    on_change="rerun",
+)
+if box.open:
+    with box:
+        rules_panel.panel(result)
+
 # An expander's content is built only while it is open (on_change="rerun"): a closed
 # one costs neither the server nor the browser anything.
 box = st.expander("Every metric, every model", key="overview_all_metrics_open", on_change="rerun")

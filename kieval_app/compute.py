@@ -45,6 +45,8 @@ from kieval_core.result.scoring import (
     peer_metrics,
     score_model,
 )
+from kieval_core.result.suggest import suggested_rules
+from kieval_core.rules import FieldRules
 
 from .serving.isolation import ChildDied, run_isolated
 from .serving.store import Busy, Store, Task, TaskCancelled
@@ -202,7 +204,7 @@ def _with_images(store: Store, ws: Workspace, held: list[Hashable]) -> Workspace
     return dataclasses.replace(ws, images=images)
 
 
-def _model_key(gt: Source, pred: Source, options: AppOptions) -> tuple:
+def _model_key(gt: Source, pred: Source, options: AppOptions, suggested: FieldRules | None = None) -> tuple:
     return (
         "model",
         gt.digest,
@@ -212,7 +214,14 @@ def _model_key(gt: Source, pred: Source, options: AppOptions) -> tuple:
         options.load_options("gt"),
         options.load_options("pred"),
         options.normalizer,
+        _rules(options, suggested),
     )
+
+
+def _rules(options: AppOptions, suggested: FieldRules | None) -> FieldRules:
+    """The rules a model is scored under: the options' over the suggestions applied."""
+    rules = options.rules.over(suggested or FieldRules())
+    return dataclasses.replace(rules, apply_suggested=False)
 
 
 def _peer_key(gt: Source, pred: Source, options: AppOptions) -> tuple:
@@ -220,10 +229,12 @@ def _peer_key(gt: Source, pred: Source, options: AppOptions) -> tuple:
 
 
 def score(store: Store, gt: Source, pred: Source, options: AppOptions,
-          waiting: Waiting | None = None) -> tuple[ModelResult, KeyCounts]:
+          waiting: Waiting | None = None, suggested: FieldRules | None = None
+          ) -> tuple[ModelResult, KeyCounts, dict[str, int]]:
     """One prediction file scored with the KIEval family by the core's
-    :func:`~kieval_core.result.scoring.score_model` (named after the file's stem), and its keys
-    (for the one-sided-key warnings); shared by content.
+    :func:`~kieval_core.result.scoring.score_model` (named after the file's stem) under the
+    options' field rules (over the ``suggested`` ones applied), its keys (for the one-sided-key
+    warnings) and how many of its values the rules ignored, per field; shared by content.
 
     Raises :class:`~kieval_core.KievalInputError` for a file that cannot be read, and its
     subclass :class:`~kieval_core.NoCommonDocuments` for one that shares no document with
@@ -234,14 +245,19 @@ def score(store: Store, gt: Source, pred: Source, options: AppOptions,
     # least what reading either takes, so the scoring takes a turn whenever its reads would
     cost = max(load_cost(gt.size + pred.size), *(load_estimate(s.data, s.name) for s in (gt, pred)))
 
-    def compute() -> tuple[ModelResult, KeyCounts]:
+    def compute() -> tuple[ModelResult, KeyCounts, dict[str, int]]:
         gt_set = read_dataset(store, gt, options, "gt", waiting)
         pred_set = read_dataset(store, pred, options, "pred", waiting)
-        model = _run(store, cost, waiting, score_model, gt_set, pred_set, name=pred.stem,
-                     normalizer=options.normalizer)
-        return model, KeyCounts.of(pred_set)
+        rules = _rules(options, suggested).bound_to(gt_set, options.normalizer)
+        ignored: dict[str, int] = {}
+        gt_scored = rules.without_ignored(gt_set, {})
+        pred_scored = rules.without_ignored(pred_set, ignored)
+        normalizer = dataclasses.replace(options.normalizer, comparators=rules.comparator_pairs())
+        model = _run(store, cost, waiting, score_model, gt_scored, pred_scored, name=pred.stem,
+                     normalizer=normalizer)
+        return model, KeyCounts.of(pred_set), ignored
 
-    return store.get(_model_key(gt, pred, options), compute, cost=cost, waiting=waiting)
+    return store.get(_model_key(gt, pred, options, suggested), compute, cost=cost, waiting=waiting)
 
 
 def _peer_work(store: Store, gt: Source, pred: Source, options: AppOptions) -> Callable[[Task], dict]:
@@ -298,6 +314,27 @@ def build_workspace(
     except Exception as exc:
         store.hold(session, ())
         return Workspace(sources, options, None, (read_message(gt, exc),), key)
+    result, problems, pending, keys = _scored(store, gt, gt_set, sources, options, progress, held, None)
+    if options.apply_suggested and result.models:
+        suggestions = suggested_rules(result)
+        result, problems, pending, keys = _scored(store, gt, gt_set, sources, options, progress, held,
+                                                  suggestions)
+    one_sided = tuple(one_sided_keys(KeyCounts.of(gt_set), keys))
+    ws = Workspace(sources, options, result, tuple(problems), key, tuple(pending), one_sided)
+    ws = _with_images(store, ws, held)
+    store.hold(session, held, own_bytes=sources.size)
+    return ws
+
+
+def _scored(store: Store, gt: Source, gt_set: Dataset, sources: Sources, options: AppOptions,
+            progress: Progress, held: list[Hashable], suggested: FieldRules | None
+            ) -> tuple[EvaluationResult, list[str], list, dict[str, KeyCounts]]:
+    """Every prediction file scored under the options' rules over the ``suggested`` ones
+    applied (KIEval now, peer families in the background), as one result; the problems met
+    and the peer work pending. What it holds in the store goes into ``held``."""
+    rules = _rules(options, suggested).bound_to(gt_set, options.normalizer)
+    ignored: dict[str, int] = {}
+    gt_scored = rules.without_ignored(gt_set, ignored)
     models: dict[str, ModelResult] = {}
     keys: dict[str, KeyCounts] = {}
     problems, pending = [], []
@@ -306,11 +343,14 @@ def build_workspace(
         share, text = (i + 0.5) / (len(names) + 0.5), f"Scoring {name} ({i + 1} of {len(names)})"
         progress(share, text)
         try:
-            model, keys[name] = score(store, gt, pred, options, while_waiting(progress, share, text))
+            waiting = while_waiting(progress, share, text)
+            model, keys[name], pred_ignored = score(store, gt, pred, options, waiting, suggested)
         except Exception as exc:
             problems.append(read_message(pred, exc))
             continue
-        held.append(_model_key(gt, pred, options))
+        for entity_type, n in pred_ignored.items():
+            ignored[entity_type] = ignored.get(entity_type, 0) + n
+        held.append(_model_key(gt, pred, options, suggested))
         peer = {}
         if options.peer_families:
             peer_key = _peer_key(gt, pred, options)
@@ -323,12 +363,10 @@ def build_workspace(
             else:
                 peer = figures
         models[name] = dataclasses.replace(model, name=name, peer=peer)
-    result = finish(gt_set, models, keys, options.normalizer, resolve_families(options.families))
-    one_sided = tuple(one_sided_keys(KeyCounts.of(gt_set), keys))
-    ws = Workspace(sources, options, result, tuple(problems), key, tuple(pending), one_sided)
-    ws = _with_images(store, ws, held)
-    store.hold(session, held, own_bytes=sources.size)
-    return ws
+    normalizer = dataclasses.replace(options.normalizer, comparators=rules.comparator_pairs())
+    result = finish(gt_scored, models, keys, normalizer, resolve_families(options.families), rules=rules,
+                    ignored=ignored)
+    return result, problems, pending, keys
 
 
 def open_run(store: Store, session: str, sources: Sources, options: AppOptions) -> Workspace:

@@ -8,6 +8,7 @@ from kieval_core import FORMATS
 from kieval_core.count.peer_families import STRUCTURES
 from kieval_core.figures.text import md
 from kieval_core.result import registry as metric_registry
+from kieval_core.rules import FieldRules
 
 from .compute import Workspace
 from .session import MODEL, URL, describe
@@ -23,6 +24,8 @@ OPTION_DEFAULTS = {
     "opt_casefold": False,
     "opt_numbers": False,
     "opt_comparators": (),
+    "opt_rules_file": None,
+    "opt_apply_suggested": False,
     "opt_cer": 0.30,
     "opt_structure": "uploaded",
 }
@@ -38,6 +41,23 @@ def add_comparator(entity_type: str, comparator: str) -> None:
     """Compare a field with a comparator (the Errors page's one-click choice); re-scores."""
     rules = [r for r in st.session_state["opt_comparators"] if r[0] != entity_type]
     st.session_state["opt_comparators"] = (*rules, (entity_type, comparator))
+
+
+def set_rules(comparators: dict[str, str]) -> None:
+    """The rules panel's edit: ``{field: comparator or "ignore"}`` replaces the user's rule of
+    each of those fields; re-scores."""
+    kept = [r for r in st.session_state["opt_comparators"] if r[0] not in comparators]
+    st.session_state["opt_comparators"] = (*kept, *comparators.items())
+
+
+def apply_suggested(apply: bool) -> None:
+    """Apply the suggested rules to every model (or stop applying them); re-scores."""
+    st.session_state["opt_apply_suggested"] = apply
+
+
+def use_rules_file(rules: FieldRules | None) -> None:
+    """The rules of an uploaded rules file (None: none); re-scores."""
+    st.session_state["opt_rules_file"] = rules
 
 
 def remove_comparator(entity_type: str) -> None:
@@ -153,6 +173,8 @@ def render_options() -> AppOptions:
         casefold=st.session_state["opt_casefold"],
         number_punctuation=st.session_state["opt_numbers"],
         comparators=tuple(tuple(r) for r in st.session_state["opt_comparators"]),
+        rules_file=st.session_state["opt_rules_file"] or FieldRules(),
+        apply_suggested=bool(st.session_state["opt_apply_suggested"]),
         families=tuple(f for f in metric_registry.FAMILIES if f in wanted) or ("kieval",),
         cer_threshold=float(st.session_state["opt_cer"]),
         structure=st.session_state["opt_structure"],

@@ -18,6 +18,7 @@ from pathlib import PurePath
 from kieval_core import LoadOptions, Normalizer
 from kieval_core.count.peer_families import PeerOptions
 from kieval_core.limits import Limits
+from kieval_core.rules import FieldRules
 
 from .paths import sample_dir
 
@@ -196,8 +197,13 @@ class AppOptions:
     related_fields: tuple[str, ...] = ()
     casefold: bool = False
     number_punctuation: bool = False
-    #: Comparators declared per field (SPEC 2b), ``(entity type or glob, comparator)``.
+    #: The user's field rules (SPEC 2d: the rules panel, the Errors page's one-click choice),
+    #: ``(entity type or glob, comparator or "ignore")``.
     comparators: tuple[tuple[str, str], ...] = ()
+    #: The rules of an uploaded rules file (below the user's).
+    rules_file: FieldRules = FieldRules()
+    #: Apply the suggested rules (inferred from the files) below the others.
+    apply_suggested: bool = False
     families: tuple[str, ...] = ("kieval",)
     cer_threshold: float = 0.30
     structure: str = "uploaded"
@@ -218,8 +224,15 @@ class AppOptions:
 
     @property
     def normalizer(self) -> Normalizer:
-        return Normalizer(casefold=self.casefold, number_punctuation=self.number_punctuation,
-                          comparators=self.comparators)
+        """The normaliser; each field's comparator comes from :attr:`rules`."""
+        return Normalizer(casefold=self.casefold, number_punctuation=self.number_punctuation)
+
+    @property
+    def rules(self) -> FieldRules:
+        """The field rules in force: the user's over the rules file's, and whether the
+        suggested ones apply below them."""
+        user = FieldRules.from_mapping(dict(self.comparators), declared_by="the rules panel")
+        return FieldRules(apply_suggested=self.apply_suggested).over(user.over(self.rules_file))
 
     @property
     def peer_options(self) -> PeerOptions:

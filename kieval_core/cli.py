@@ -112,6 +112,14 @@ def _evaluate_options(ev: argparse.ArgumentParser) -> None:
     score.add_argument("--compare", action="append", default=[], metavar="TYPE=NAME",
                        help="compare an entity type (a glob such as '*.price' allowed; repeatable) with "
                             f"a comparator: {', '.join(COMPARATORS)} (default exact)")
+    score.add_argument("--ignore", action="append", default=[], metavar="TYPE",
+                       help="leave an entity type (or glob) out of scoring on both sides; counted and "
+                            "named in the report (repeatable)")
+    score.add_argument("--rules", action="append", default=[], metavar="FILE|suggested",
+                       help="field rules: a JSON Schema whose properties carry x-kieval-comparator / "
+                            "x-kieval-ignore, stickler's x-aws-stickler-comparator or extract-bench's "
+                            "evaluation_config; or 'suggested' to apply the rules inferred from the files. "
+                            "--compare and --ignore come first")
     score.add_argument("--near-miss", type=float, default=0.8, metavar="X",
                        help="a substitution whose values have a normalised Levenshtein similarity of at "
                             "least X is a near miss (default 0.8)")
@@ -349,6 +357,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from .read.formats import LoadOptions
     from .review.automation import Costs
     from .review.decisions import DecisionOptions
+    from .rules import FieldRules
     from .safe_text import for_terminal
 
     _batch_memory_pool()
@@ -360,7 +369,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     decisions = DecisionOptions(target=args.target_accuracy, document_target=args.document_target,
                                 costs=Costs.from_pairs(args.cost), resamples=args.bootstrap, seed=args.seed,
                                 slices=options.meta, review=args.review)
-    normalizer = Normalizer.from_names(args.normalize, args.compare, args.near_miss)
+    normalizer = Normalizer.from_names(args.normalize, (), args.near_miss)
+    rules = FieldRules.of([*args.rules, FieldRules.from_options(args.compare, args.ignore)])
     peer = PeerOptions(args.cer_threshold, args.peer_structure)
     engine = _engine(args)
     # the store is found (or the missing extra named) before the work starts
@@ -372,7 +382,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         progress = _Progress()
         with warnings.catch_warnings(record=True) as caught:  # undefined scores, shown once below
             warnings.simplefilter("always", UndefinedMetricWarning)
-            result = evaluate(args.gt, _predictions(args.pred), normalizer=normalizer, metrics=args.metrics,
+            result = evaluate(args.gt, _predictions(args.pred), normalizer=normalizer, rules=rules,
+                              metrics=args.metrics,
                               load_options=options, progress=progress, peer_options=peer,
                               missing_confidence=args.missing_confidence,
                               confidence_from=args.confidence_from, gt_fixes=args.gt_fixes,
@@ -410,18 +421,16 @@ def _engine(args: argparse.Namespace) -> dict:
 
 
 def _notes(args: argparse.Namespace, result, figures: dict) -> list[str]:
-    """The lines under the summary table: decisions, the document target, the comparators,
+    """The lines under the summary table: decisions, the document target, the field rules,
     the suspect labels and label fixes, the hints."""
-    from .output.render import decision_notes, document_target_line
+    from .output.render import decision_notes, document_target_line, rules_lines
     from .result.suggest import hint_lines
     from .review.suspects import label_lines
 
     lines = decision_notes(figures)
     if args.document_target is not None:  # its figures have no row of the table
         lines.append(document_target_line(figures))
-    if result.comparators:
-        lines.append("comparators: " + ", ".join(f"{t}={c}" for t, c in result.comparators.items()))
-    lines += label_lines(result)
+    lines += rules_lines(result) + label_lines(result)
     if not args.no_hints:
         lines += [f"try: {line}" for line in hint_lines(result)]
     return lines
@@ -484,7 +493,8 @@ def _inputs(gt: str, preds: list[str]) -> dict:
 
 def _options(args: argparse.Namespace) -> dict:
     """The reading and scoring options of a run (JSON values, for its manifest)."""
-    keys = ("format", "key", "alias", "meta", "related_fields", "list_sep", "normalize", "compare",
+    keys = ("format", "key", "alias", "meta", "related_fields", "list_sep", "normalize", "compare", "ignore",
+            "rules",
             "near_miss", "metrics", "cer_threshold", "peer_structure", "engine", "missing_confidence",
             "confidence_from")
     return {k: getattr(args, k) for k in keys}

@@ -7,8 +7,8 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -32,6 +32,7 @@ from .result.scoring import (
     unique_name,
 )
 from .review.label_fixes import apply_fixes, read_fixes
+from .rules import GT_ORDER_DATE, FieldRules
 
 #: The engines of :func:`evaluate`: this process, or a Dask cluster (:mod:`kieval_core.scale.distributed`).
 ENGINES = ("local", "dask")
@@ -58,6 +59,7 @@ def evaluate(
     scheduler: str | None = None,
     missing_confidence: str = "automate",
     confidence_from: str = "model",
+    rules: FieldRules | Mapping[str, str] | str | Path | Sequence | None = None,
     gt_fixes: str | Path | pd.DataFrame | None = None,
     suspect_agreement: int | None = None,
     **dask_options,
@@ -85,36 +87,46 @@ def evaluate(
     scheduler
         With ``engine="dask"``: the address of a running Dask scheduler; None starts a
         ``LocalCluster`` on this machine's cores.
+    rules
+        Field rules (SPEC 2d, :mod:`kieval_core.rules`): a :class:`~kieval_core.rules.FieldRules`,
+        ``{type or glob: comparator or "ignore"}``, a rules file (JSON Schema), ``"suggested"``
+        (apply the rules inferred from the files), or a list of these. The normaliser's
+        ``comparators`` count as rules the user gives. ``result.rule_figures`` holds the
+        figures strictly, under these rules and under the suggested ones.
     missing_confidence, confidence_from
         What review does with predictions without confidence (``automate``: they count
         as 1.0; ``review``: as 0.0), and where confidences come from (``model``, or
         ``consensus`` of the other models for models without any); see
         :func:`kieval_core.result.consensus.with_confidence_sources`.
     gt_fixes
-        A label-fix file (SPEC 2f; a path, or a frame of :func:`kieval_core.review.label_fixes.parse_fixes`):
-        the models are scored against the fixed ground truth, and ``result.before_fixes``
-        holds the evaluation against the ground truth as given.
+        A label-fix file (SPEC 2f; a path, or a frame of
+        :func:`kieval_core.review.label_fixes.parse_fixes`): the models are scored against the
+        fixed ground truth, and ``result.before_fixes`` holds the evaluation against the
+        ground truth as given.
     suspect_agreement
         How many models must agree for ``result.suspects`` (default: more than half, at least 2).
     """
-    fixes = gt_fixes
-    if isinstance(gt_fixes, (str, Path)):
-        fixes = read_fixes(gt_fixes)
+    normalizer = normalizer or Normalizer()
+    field_rules = FieldRules.of(rules).over(FieldRules.from_mapping(
+        dict(normalizer.comparators), declared_by="Normalizer(comparators=...)"))
+    fixes = read_fixes(gt_fixes) if isinstance(gt_fixes, (str, Path)) else gt_fixes
     if fixes is not None and engine != "local":
         raise KievalOptionError("label fixes are applied with engine='local' only")
-    result = _evaluate(gt, predictions, normalizer=normalizer, metrics=metrics, load_options=load_options,
+    result = _evaluate(gt, predictions, normalizer=dataclasses.replace(normalizer, comparators=()),
+                       rules=field_rules, metrics=metrics, load_options=load_options,
                        peer_options=peer_options, progress=progress, engine=engine, scheduler=scheduler,
-                       fixes=fixes, fixes_source=str(gt_fixes) if fixes is not None else "", **dask_options)
-    result = replace(result, suspect_agreement=suspect_agreement)
-    if (missing_confidence, confidence_from) != ("automate", "model"):
-        result = with_confidence_sources(result, missing_confidence, confidence_from)
-        if result.before_fixes is not None:
-            before = with_confidence_sources(result.before_fixes, missing_confidence, confidence_from)
-            result = replace(result, before_fixes=before)
-    return result
+                       fixes=fixes, fixes_source=str(gt_fixes), **dask_options)
+    result = dataclasses.replace(result, suspect_agreement=suspect_agreement)
+    if (missing_confidence, confidence_from) == ("automate", "model"):
+        return result
+    result = with_confidence_sources(result, missing_confidence, confidence_from)
+    if result.before_fixes is None:
+        return result
+    before = with_confidence_sources(result.before_fixes, missing_confidence, confidence_from)
+    return dataclasses.replace(result, before_fixes=before)
 
 
-def _evaluate(gt, predictions, *, normalizer, metrics, load_options, peer_options, progress, engine,
+def _evaluate(gt, predictions, *, normalizer, rules, metrics, load_options, peer_options, progress, engine,
               scheduler, fixes=None, fixes_source="", **dask_options) -> EvaluationResult:
     if engine not in ENGINES:
         msg = f"unknown engine {engine!r}; choose {' or '.join(ENGINES)}"
@@ -122,6 +134,11 @@ def _evaluate(gt, predictions, *, normalizer, metrics, load_options, peer_option
     if engine == "dask":
         from .scale.distributed import evaluate_dask
 
+        if rules.apply_suggested or any(r.ignore or r.comparator == GT_ORDER_DATE for r in rules.rules):
+            msg = ("ignored fields, dates in the ground truth's order and suggested rules: "
+                   "only with engine='local'")
+            raise KievalOptionError(msg)
+        normalizer = dataclasses.replace(normalizer, comparators=rules.comparator_pairs())
         options = {"normalizer": normalizer, "metrics": metrics, "load_options": load_options,
                    "progress": progress, "scheduler": scheduler}
         return evaluate_dask(gt, predictions, **options, **dask_options)
@@ -129,7 +146,6 @@ def _evaluate(gt, predictions, *, normalizer, metrics, load_options, peer_option
         named = ", ".join(["scheduler"] * (scheduler is not None) + sorted(dask_options))
         msg = f"{named}: only with engine='dask'"
         raise KievalOptionError(msg)
-    normalizer = normalizer or Normalizer()
     families = resolve_families(metrics)
     named = named_inputs(predictions)
     steps = 1 + 2 * len(named)
@@ -145,20 +161,36 @@ def _evaluate(gt, predictions, *, normalizer, metrics, load_options, peer_option
         preds[name] = pred
         report(2 + 2 * i, steps, f"read {name}")
     keys = {name: KeyCounts.of(pred) for name, pred in preds.items()}
+    rules = rules.bound_to(gt_set, normalizer)
 
-    def scored(truth: Dataset) -> EvaluationResult:
+    def scored(truth: Dataset, kept: dict[str, Dataset], ignored: dict[str, int], rules: FieldRules,
+               families: tuple[str, ...], step: bool) -> EvaluationResult:
+        compared = dataclasses.replace(normalizer, comparators=rules.comparator_pairs())
         models: dict[str, ModelResult] = {}
-        for i, (name, pred) in enumerate(preds.items()):
-            models[name] = score_model(truth, pred, name=name, normalizer=normalizer, families=families,
+        for i, (name, pred) in enumerate(kept.items()):
+            models[name] = score_model(truth, pred, name=name, normalizer=compared, families=families,
                                        peer_options=peer_options)
-            report(3 + 2 * i, steps, f"scored {name}")
-        return finish(truth, models, keys, normalizer, families)
+            if step:
+                report(3 + 2 * i, steps, f"scored {name}")
+        return finish(truth, models, keys, compared, families, rules=rules, ignored=ignored)
+
+    def under_rules(truth: Dataset) -> EvaluationResult:
+        ignored: dict[str, int] = {}
+        truth = rules.without_ignored(truth, ignored)
+        kept = {name: rules.without_ignored(pred, ignored) for name, pred in preds.items()}
+        if not rules.apply_suggested:
+            return scored(truth, kept, ignored, rules, families, step=True)
+        # the suggestions need the substitutions under the other rules: counted first, KIEval only
+        from .result.suggest import suggested_rules
+
+        first = scored(truth, kept, ignored, rules, ("kieval",), step=False)
+        return scored(truth, kept, ignored, suggested_rules(first).over(rules), families, step=True)
 
     if fixes is None:
-        return scored(gt_set)
-    before = scored(gt_set)
-    fixed = apply_fixes(gt_set, fixes, normalizer, fixes_source or "label fixes")
-    return replace(scored(fixed), before_fixes=before, label_fixes=fixes)
+        return under_rules(gt_set)
+    before = under_rules(gt_set)
+    fixed = under_rules(apply_fixes(gt_set, fixes, normalizer, fixes_source))
+    return dataclasses.replace(fixed, before_fixes=before, label_fixes=fixes)
 
 
 def with_label_fixes(result: EvaluationResult, fixes: pd.DataFrame, source: str = "label fixes"
@@ -184,9 +216,9 @@ def with_label_fixes(result: EvaluationResult, fixes: pd.DataFrame, source: str 
         doc_ids = tuple(d for d in original.gt.doc_ids if d not in missing)
         dataset = Dataset(name, model.source, entities.reset_index(drop=True), doc_ids)
         scored = score_model(fixed, dataset, name=name, normalizer=original.normalizer)
-        models[name] = replace(scored, unknown_documents=model.unknown_documents, format=model.format,
-                               notes=model.notes)
-    out = replace(original, gt=fixed, models=models, before_fixes=original, label_fixes=fixes)
+        models[name] = dataclasses.replace(scored, unknown_documents=model.unknown_documents,
+                                           format=model.format, notes=model.notes)
+    out = dataclasses.replace(original, gt=fixed, models=models, before_fixes=original, label_fixes=fixes)
     policy = next(iter(original.models.values())).missing_confidence if original.models else "automate"
     consensus = any(m.consensus_of for m in original.models.values())
     if (policy, consensus) != ("automate", False):  # the review policy of the figures as given

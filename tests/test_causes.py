@@ -73,7 +73,10 @@ def test_worked_example_through_the_cli(tmp_path):
     by_type = {row["entity_type"]: row["causes"] for row in m["by_entity_type"]}
     assert by_type["date"]["substitution"] == {"format": 0, "near_miss": 1, "other_value": 0}
     assert by_type["tax"]["deletion"] == {"misplaced": 0, "hallucinated": 1}
-    assert report["options"] == {"comparators": {}, "comparators_unparsed": {}, "near_miss": 0.8}
+    options = {k: v for k, v in report["options"].items() if k in ("comparators", "comparators_unparsed",
+                                                                      "near_miss", "ignored")}
+    assert options == {"comparators": {}, "comparators_unparsed": {}, "ignored": {}, "near_miss": 0.8}
+    assert {r["source"] for r in report["options"]["rules"]} == {"default"}
 
 
 def test_a_date_in_another_format_is_format_and_a_tp_with_the_date_comparator(tmp_path):
@@ -201,7 +204,7 @@ def test_unparsed_values_are_counted_and_compared_as_they_are():
     assert m.entity.tp == 2
     assert result.comparators == {"date": "date:dmy"}
     assert result.comparators_unparsed == {"date": 2}
-    expected = "'nothing' matches no entity type; entity types: date, total"
+    expected = "'nothing' (Normalizer(comparators=...)) matches no entity type; entity types: date, total"
     assert any(expected in w for w in result.all_warnings)
 
 
@@ -358,7 +361,7 @@ def test_the_summary_prints_causes_and_the_comparator_to_try(tmp_path, capsys):
     assert "try: m: --compare date=date would raise KIEval_Aligned from 0.6364 to 0.7273" in out
     assert main(["evaluate", "--gt", str(gt_file), "--pred", str(pred_file), "--compare", "date=date"]) == 0
     out = capsys.readouterr().out
-    assert "comparators: date=date:dmy" in out and "try:" not in out
+    assert "rules: date=date:dmy (--compare date=date)" in out and "try:" not in out
 
 
 def test_no_hints_leaves_out_the_try_line_and_its_work(tmp_path, capsys, monkeypatch):
@@ -406,5 +409,6 @@ def test_a_glob_matching_nothing_is_a_warning(tmp_path, capsys):
     gt_file, pred_file = _files(tmp_path, RPA_GT, RPA_PRED)
     argv = ["evaluate", "--gt", str(gt_file), "--pred", str(pred_file), "--compare", "*.prize=number"]
     assert main(argv) == 0
-    assert "warning: the comparator declared for '*.prize' matches no entity type; entity types: address" in (
+    assert ("warning: the rule declared for '*.prize' (--compare *.prize=number) matches no entity type; "
+            "entity types: address") in (
         capsys.readouterr().err)

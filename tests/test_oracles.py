@@ -13,7 +13,7 @@ from oracles import isclose, naive_bootstrap, naive_counts, naive_field_threshol
 from test_invariance import corpus
 
 from kieval_core import Normalizer, evaluate
-from kieval_core.count.engine import tp_and_error
+from kieval_core.count.engine import corpus_counts
 from kieval_core.count.scores import aligned_score
 from kieval_core.result.suggest import rescored_aligned
 from kieval_core.review.automation import Costs, with_costs
@@ -62,12 +62,16 @@ def formatted_corpus(draw):
 @settings(max_examples=60, deadline=None)
 @given(formatted_corpus(), st.dictionaries(st.sampled_from(["company", "total", "menu.nm", "menu.price"]),
                                            st.sampled_from(["exact", "number", "casefold", "alnum"])))
-def test_tp_and_error_equal_the_full_count(data, comparators):
+def test_corpus_counts_equal_the_full_count(data, comparators):
     gt, pred = data
     normalizer = Normalizer.from_names(None, [f"{t}={c}" for t, c in comparators.items()])
     gt_set, pred_set = dataset(gt, "gt"), dataset(pred, "m")
     m = evaluate(gt_set, {"m": pred_set}, normalizer=normalizer).models["m"]
-    assert tp_and_error(gt_set, pred_set, normalizer) == (m.entity.tp, m.corrections.total)
+    counts = corpus_counts(gt_set, pred_set, normalizer)
+    assert (counts["tp"], counts["fp"], counts["fn"]) == (m.entity.tp, m.entity.fp, m.entity.fn)
+    corrections = m.corrections
+    assert (counts["substitution"], counts["addition"], counts["deletion"]) == (
+        corrections.substitution, corrections.addition, corrections.deletion)
 
 
 COMPARED = st.dictionaries(st.sampled_from(["company", "total", "menu.nm", "menu.price"]),
@@ -82,7 +86,9 @@ def test_rescoring_only_the_changed_documents_equals_counting_all(data, own, dec
     gt_set, pred_set = dataset(gt, "gt"), dataset(pred, "m")
     result = evaluate(gt_set, {"m": pred_set}, normalizer=normalizer)
     both = Normalizer.from_names(None, [f"{t}={c}" for t, c in [*own.items(), *declared.items()]])
-    assert rescored_aligned(result, "m", declared) == aligned_score(*tp_and_error(gt_set, pred_set, both))
+    counts = corpus_counts(gt_set, pred_set, both)
+    error = counts["substitution"] + counts["addition"] + counts["deletion"]
+    assert rescored_aligned(result, "m", declared) == aligned_score(counts["tp"], error)
 
 
 @pytest.mark.slow

@@ -577,15 +577,18 @@ def _cell_counts(g: Side, p: Side, gg: GroupIds, pg: GroupIds, pairs: pd.DataFra
     return _CellCounts(pair_g, pair_p, cell_g, cell_p, cell_keys, n_gt, n_pred, cv_g, cv_p, tp_cv, tp)
 
 
-def tp_and_error(gt: Dataset, pred: Dataset, normalizer: Normalizer = Normalizer()) -> tuple[int, int]:
-    """Corpus TP and Error (Subs + Adds + Dels, SPEC 3.4) of :func:`count` with the same
-    arguments, without labelling entities or building tables: all KIEval_Aligned needs
-    (the CLI's re-count with suggested comparators)."""
+def corpus_counts(gt: Dataset, pred: Dataset, normalizer: Normalizer = Normalizer()) -> dict[str, int]:
+    """Corpus ``n_gt, n_pred, tp, fp, fn, substitution, addition, deletion`` of :func:`count`
+    with the same arguments, without labelling entities or building tables: what a re-count
+    under other field rules needs (SPEC 2d's strict and suggested figures)."""
     g, p, vocab = encode(gt.entities, pred.entities, gt.doc_ids, normalizer)
     gg, pg = group_ids(g, vocab), group_ids(p, vocab)
     cells = _cell_counts(g, p, gg, pg, match(g, p, gg, pg, vocab), vocab)
     fp, fn = cells.n_pred - cells.tp, cells.n_gt - cells.tp
-    return int(cells.tp.sum()), int((fp + fn - np.minimum(fp, fn)).sum())
+    subs = np.minimum(fp, fn)
+    return {"n_gt": int(cells.n_gt.sum()), "n_pred": int(cells.n_pred.sum()), "tp": int(cells.tp.sum()),
+            "fp": int(fp.sum()), "fn": int(fn.sum()), "substitution": int(subs.sum()),
+            "addition": int((fn - subs).sum()), "deletion": int((fp - subs).sum())}
 
 
 def _tp_copies(cv: np.ndarray, tp_cv: np.ndarray, priority: np.ndarray) -> np.ndarray:

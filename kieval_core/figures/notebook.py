@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from ..result.tables import cell_text, corrections_table, metric_table
+from ..result.tables import cell_text, corrections_table, metric_table, rankings_table
 from ..review.decisions import DecisionOptions
 
 if TYPE_CHECKING:  # types only: the result objects draw themselves with this module
@@ -110,8 +110,25 @@ def result_html(result: EvaluationResult, target: float = TARGET) -> str:
     footer = (f"{len(warnings)} warning{'' if len(warnings) == 1 else 's'} (result.all_warnings); "
               "per-document figures: result.to_frame()")
     body = _sections(_Models(result.models, result.metrics), target) if result.models else ""
-    return (f'<div class="kieval-result"><p>{html.escape(title)}</p>{body}'
+    return (f'<div class="kieval-result"><p>{html.escape(title)}</p>{_rankings(result)}{body}'
             f"<p><small>{html.escape(footer)}</small></p></div>")
+
+
+def _rankings(result: EvaluationResult) -> str:
+    """KIEval_Aligned and each model's rank strictly and under the rules (SPEC 2d), and the
+    sentence when the rankings differ; nothing without models or a recount (a distributed
+    run's strict figures need the engine's tables when rules are active)."""
+    if not result.models or not all(m.counted is not None for m in result.models.values()):
+        return ""
+    table = rankings_table(result)
+    if len(table.columns) == 2:  # strict only: the headline table says it all
+        return ""
+    sentence = result.rule_figures.sentence
+    said = f"<p><b>{html.escape(sentence)}</b></p>" if sentence else ""
+    named = ", ".join(f"{t} as {c}" for t, c in result.rule_figures.suggested_comparators.items())
+    rules = f"<p><small>{html.escape(f'Suggested rules: {named}. result.rule_figures')}</small></p>"
+    return said + "<b>KIEval_Aligned (rank), strictly and under the rules</b>" + table_html(
+        table, percent=tuple(c for c in table.columns if c.startswith("KIEval_Aligned"))) + rules
 
 
 def model_html(model: ModelResult, target: float = TARGET) -> str:

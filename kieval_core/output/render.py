@@ -23,6 +23,7 @@ from ..count.causes import CAUSE_COLUMNS, CAUSES_OF_KIND
 from ..result.inputs import model_row
 from ..result.registry import metrics_of
 from ..result.results import EvaluationResult, ModelResult
+from ..result.suggest import ranking
 from ..result.tables import cell_text, threshold_text
 from ..review.decisions import DecisionOptions, automation_section
 from ..review.label_fixes import fix_records
@@ -156,10 +157,14 @@ def build_report(result: EvaluationResult, decisions: DecisionOptions = Decision
         },
         "normalizer": result.normalizer.description,
         "options": {
+            "rules": result.rules_table(),
             "comparators": result.comparators,
             "comparators_unparsed": result.comparators_unparsed,
+            "ignored": dict(result.ignored),
+            "suggested_rules": suggested_rules_section(result),
             "near_miss": result.normalizer.near_miss,
         },
+        "rankings": rankings_section(result),
         "metrics": list(result.metrics),
         "decisions": {"target_accuracy": decisions.target,
                       "document_target": decisions.documents_target, "review": decisions.review,
@@ -170,18 +175,53 @@ def build_report(result: EvaluationResult, decisions: DecisionOptions = Decision
     }
 
 
+def suggested_rules_section(result: EvaluationResult) -> list[dict]:
+    """The rules inferred from the files (SPEC 2d), each with why; applied only on request."""
+    suggestions = result.rule_figures.suggested_rules
+    return [row for row in suggestions.table(result.entity_types) if row["source"] == "suggested"]
+
+
+def rankings_section(result: EvaluationResult) -> dict:
+    """The models ranked by KIEval_Aligned strictly, under the rules in force and under the
+    suggested rules (None when they change nothing), and the sentence naming the rules
+    that change the ranking (None when the rankings agree), SPEC 2d."""
+    figures = result.rule_figures
+    return {"strict": ranking(figures.strict), "rules": ranking(figures.active),
+            "suggested": None if figures.suggested is None else ranking(figures.suggested),
+            "sentence": figures.sentence}
+
+
+def with_rule_figures(report: dict, result: EvaluationResult, name: str) -> dict:
+    """One model's report with ``kieval_strict`` (every field exact) and ``kieval_suggested``
+    (when the suggested rules differ from the active ones) after ``kieval``, each with its
+    rank, and the rank under the active rules in ``kieval``."""
+    figures = result.rule_figures
+    out = {}
+    for key, value in report.items():
+        out[key] = value
+        if key == "kieval":
+            value["rank"] = figures.active[name].rank
+            out["kieval_strict"] = figures.strict[name].report()
+            if figures.suggested is not None:
+                out["kieval_suggested"] = figures.suggested[name].report()
+    return out
+
+
 #: The figure families of a model's report that label fixes change (SPEC 2f): each is also
 #: reported against the ground truth as given, as ``<family>_before_fixes``.
-FIXED_FAMILIES = ("kieval", "entity_f1", "automation", "by_entity_type", "anls_star", "anls_star_renested",
-                  "nted", "nted_renested", "oi", "bag")
+FIXED_FAMILIES = ("kieval", "kieval_strict", "kieval_suggested", "entity_f1", "automation", "by_entity_type",
+                  "anls_star", "anls_star_renested", "nted", "nted_renested", "oi", "bag")
 
 
 def _models_report(result: EvaluationResult, decisions: DecisionOptions, records) -> dict:
-    reports = {name: model_report(m, decisions, records) for name, m in result.models.items()}
+    """Every model's report (with its figures under the other field rules) and, with label
+    fixes, its families as given (``<family>_before_fixes``)."""
+    reports = {name: with_rule_figures(model_report(m, decisions, records), result, name)
+               for name, m in result.models.items()}
     if result.before_fixes is None:
         return reports
     for name, model in result.before_fixes.models.items():
-        before = model_report(model, decisions, records)
+        before = with_rule_figures(model_report(model, decisions, records), result.before_fixes, name)
         reports[name].update({f"{key}_before_fixes": before[key] for key in FIXED_FAMILIES if key in before})
     return reports
 
@@ -194,6 +234,7 @@ def _label_sections(result: EvaluationResult) -> dict:
         sections["suspects"] = suspect_records(result.suspects)
     if result.label_fixes is not None:
         sections["label_fixes"] = fix_records(result.label_fixes)
+        sections["rankings_before_fixes"] = rankings_section(result.before_fixes)
     return sections
 
 
@@ -276,9 +317,13 @@ def summary_frame(result: EvaluationResult, report: dict) -> pd.DataFrame:
     shown = {**(PREDICTION_ROWS if review != "documents" else {}),
              **(DOCUMENT_REVIEW_ROWS if review != "predictions" else {})}
     rows = []
+    figures_of_rules = result.rule_figures
     for name, model in result.models.items():
         row = {"model": name, "documents": model.n_documents}
-        row.update({m.label: m.get(model) for m in metrics})
+        for m in metrics:
+            row[m.label] = m.get(model)
+            if m.key == "kieval.aligned":
+                row.update(ranked_rows(figures_of_rules, name))
         figures = report["models"][name]
         automation = figures["automation"]
         row["Confidences"] = automation["confidence_source"]
@@ -291,6 +336,47 @@ def summary_frame(result: EvaluationResult, report: dict) -> pd.DataFrame:
                 row[label] = "not reachable"
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def ranked_rows(figures, name: str) -> dict[str, str]:
+    """The summary's KIEval_Aligned strictly, under the rules in force (when they are not
+    strict) and under the suggested rules (when they differ), each with the model's rank."""
+    def text(figure) -> str:
+        return f"{figure.aligned:.4f} (#{figure.rank})"
+
+    rows = {"KIEval_Aligned strict (rank)": text(figures.strict[name])}
+    if figures.active_comparators:
+        rows["KIEval_Aligned by the rules (rank)"] = text(figures.active[name])
+    if figures.suggested is not None:
+        rows["KIEval_Aligned suggested rules (rank)"] = text(figures.suggested[name])
+    return rows
+
+
+def rules_lines(result: EvaluationResult) -> list[str]:
+    """The CLI's lines about field rules (SPEC 2d): the rules in force with where they come
+    from and how many values each comparator could not read, the ignored fields, the
+    suggested rules with why, and the sentence when the rankings differ."""
+    lines = []
+    unparsed = result.comparators_unparsed
+    active = [r for r in result.rules_table() if r["comparator"] != "exact" and not r["ignore"]]
+    def unread(entity_type: str) -> str:
+        n = unparsed.get(entity_type, 0)
+        return f", {n:,} value{'' if n == 1 else 's'} unparsed" if n else ""
+
+    if active:
+        lines.append("rules: " + "; ".join(f"{r['type']}={r['comparator']} ({r['declared_by'] or r['source']}"
+                                           f"{unread(r['type'])})" for r in active))
+    if result.ignored:
+        ignored = ", ".join(f"{t} ({n:,} values)" for t, n in result.ignored.items())
+        lines.append(f"ignored (not scored): {ignored}")
+    figures = result.rule_figures
+    suggested = suggested_rules_section(result)
+    if suggested and figures.suggested is not None:
+        lines.append("suggested rules (--rules suggested applies them): " + "; ".join(
+            f"{r['type']}={r['comparator']} ({r['why']})" for r in suggested))
+    if figures.sentence:
+        lines.append(figures.sentence)
+    return lines
 
 
 def decision_notes(report: dict) -> list[str]:

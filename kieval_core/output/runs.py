@@ -51,6 +51,7 @@ from ..read.shards import is_glob, shard_paths
 from ..result.results import EvaluationResult, ModelResult
 from ..result.tally import Tally
 from ..review.automation import ReviewModel
+from ..rules import FieldRules
 from .outputs import DirectoryLock, replace_directory, staging_directory
 from .run_check import check_files, check_indices, check_manifest, parquet_files, read_manifest
 
@@ -295,6 +296,8 @@ def write_run(
         "inputs": inputs,
         "options": options,
         "normalizer": asdict(result.normalizer),
+        "field_rules": {"rules": result.rules.to_json(), "warnings": list(result.rules.warnings),
+                        "apply_suggested": result.rules.apply_suggested, "ignored": dict(result.ignored)},
         "metrics": list(result.metrics),
         "warnings": list(result.warnings),
         "ground_truth": {
@@ -467,8 +470,22 @@ def _read_run(directory: Path, manifest: dict) -> SavedRun:
         Normalizer(**manifest["normalizer"]),
         tuple(manifest["metrics"]),
         tuple(manifest["warnings"]),
+        *_field_rules(directory, manifest.get("field_rules", {})),
     )
     return SavedRun(directory, result, manifest)
+
+
+def _field_rules(directory: Path, saved: dict) -> tuple[FieldRules, dict[str, int]]:
+    """The field rules of a saved run and its ignored counts (a run saved before field rules
+    existed has none: its comparators are in the normaliser)."""
+    try:
+        rules = FieldRules.from_json(saved.get("rules", []))
+        rules = FieldRules(rules.rules, tuple(map(str, saved.get("warnings", []))),
+                           bool(saved.get("apply_suggested", False)))
+        ignored = {str(t): int(n) for t, n in saved.get("ignored", {}).items()}
+    except (TypeError, ValueError, AttributeError, KievalOptionError) as e:
+        raise KievalInputError(str(directory), None, f"manifest.json: unreadable field rules ({e})") from None
+    return rules, ignored
 
 
 def _load_tally(folder: Path, entry: dict) -> Tally:

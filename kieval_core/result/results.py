@@ -19,7 +19,6 @@ import numpy as np
 import pandas as pd
 
 from ..count.causes import CAUSES_OF_KIND
-from ..count.comparators import unmatched_rules
 from ..count.engine import KIND_OF_STATUS, Counted
 from ..count.normalize import Normalizer
 from ..count.peer_families import PeerFigures
@@ -29,6 +28,7 @@ from ..read.dataset import Dataset
 from ..read.locations import LOCATION_COLUMNS, box_list, has_locations
 from ..review.automation import ReviewModel, automation_curve, curves_by_entity_type, recommend
 from ..review.suspects import rank_suspects
+from ..rules import FieldRules
 from .tally import Tally, figures
 
 NON_GROUP_LABEL = "(non-group)"
@@ -286,6 +286,10 @@ class EvaluationResult:
     normalizer: Normalizer
     metrics: tuple[str, ...]
     warnings: tuple[str, ...] = ()
+    #: The field rules in force (SPEC 2d); the normaliser's comparators are theirs.
+    rules: FieldRules = FieldRules()
+    #: Values left out of scoring by an ``ignore`` rule, per entity type (GT and predictions).
+    ignored: Mapping[str, int] = field(default_factory=dict)
     suspect_agreement: int | None = None
     before_fixes: EvaluationResult | None = field(default=None, repr=False)
     label_fixes: pd.DataFrame | None = field(default=None, repr=False)
@@ -296,7 +300,8 @@ class EvaluationResult:
         :func:`kieval_core.review.suspects.rank_suspects` (``k`` = :attr:`suspect_agreement`, or
         more than half of the models and at least 2)."""
         counted = {name: model.detail() for name, model in self.models.items()}
-        return rank_suspects(self.gt.entities["value"], counted, self.normalizer, self.suspect_agreement)
+        return rank_suspects(self.gt.entities["value"], counted, self.normalizer, self.rules,
+                             self.suspect_agreement)
 
     @property
     def has_detail(self) -> bool:
@@ -353,12 +358,26 @@ class EvaluationResult:
 
     @property
     def comparator_warnings(self) -> list[str]:
-        """One warning per declared comparator whose entity type (or glob) matches none."""
-        types = self.entity_types
-        return [f"the comparator declared for {pattern!r} matches no entity type; entity types: "
-                f"{', '.join(types) if types else '(none)'}"
-                for pattern in unmatched_rules(self.normalizer.comparators, types)]
+        """The rules files' settings without an equivalent, then one warning per declared rule
+        whose entity type (or glob) matches none."""
+        types = sorted({*self.entity_types, *self.ignored})
+        return [*self.rules.warnings, *(
+            f"the rule declared for {rule.pattern!r} ({rule.declared_by}) matches no entity type; "
+            f"entity types: {', '.join(types) if types else '(none)'}"
+            for rule in self.rules.unmatched(types))]
 
+    @cached_property
+    def rule_figures(self):
+        """Every model's figures strictly, under the rules in force and under the suggested
+        rules, each with its ranking (SPEC 2d; :func:`kieval_core.result.suggest.rule_figures`)."""
+        from .suggest import rule_figures  # it reads this module
+
+        return rule_figures(self)
+
+    def rules_table(self) -> list[dict]:
+        """``options.rules[]``: every field, its comparator, whether it is ignored, where that
+        comes from, and (for a suggestion) why."""
+        return self.rules.table({*self.entity_types, *self.ignored})
 
     def to_frame(self) -> pd.DataFrame:
         """Every model's per-document table, one after the other, with a ``model`` column first."""

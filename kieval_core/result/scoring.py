@@ -21,6 +21,7 @@ from ..exceptions import KievalOptionError, NoCommonDocuments
 from ..read.dataset import Dataset, DatasetSummary
 from ..read.doc_ids import id_mismatch
 from ..review.automation import ReviewModel
+from ..rules import FieldRules
 from .consensus import missing_confidence_warning
 from .registry import PeerStep, compute_peer
 from .results import EvaluationResult, ModelResult
@@ -41,16 +42,20 @@ def named_inputs(predictions) -> list[tuple[str | None, DatasetLike]]:
 
 def finish(gt: Dataset | DatasetSummary, models: Mapping[str, ModelResult], keys: Mapping[str, KeyCounts],
            normalizer: Normalizer, families: tuple[str, ...], *,
-           gt_keys: KeyCounts | None = None) -> EvaluationResult:
+           gt_keys: KeyCounts | None = None, rules: FieldRules | None = None,
+           ignored: Mapping[str, int] | None = None) -> EvaluationResult:
     """The evaluation of the scored models: the one last step of :func:`~kieval_core.evaluate`,
     a distributed run's merge, the app and the :class:`~kieval_core.Accumulator`.
 
     ``keys`` are each model's :class:`KeyCounts` (``gt_keys`` the ground truth's, counted
-    from ``gt`` when it is a dataset), for the warnings about keys present on one side only.
+    from ``gt`` when it is a dataset), for the warnings about keys present on one side only;
+    ``rules`` the field rules they were scored under (``ignored``: the values those left out,
+    per entity type).
     """
     gt_keys = KeyCounts.of(gt) if gt_keys is None else gt_keys
     warnings = tuple(k.message for k in one_sided_keys(gt_keys, keys))
-    return EvaluationResult(gt, dict(models), normalizer, families, warnings)
+    return EvaluationResult(gt, dict(models), normalizer, families, warnings, rules or FieldRules(),
+                            dict(ignored or {}))
 
 
 def unique_name(name: str, taken: Mapping[str, object]) -> None:

@@ -13,17 +13,22 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from ..count.causes import fixing_comparators
-from ..count.comparators import FORMAT_COMPARATORS
-from ..count.engine import Counted, tp_and_error
+from ..count.comparators import DATE_ORDERS, FORMAT_COMPARATORS, canonicalise, date_order
+from ..count.engine import Counted, corpus_counts
 from ..count.normalize import Normalizer
-from ..count.scores import aligned_score
+from ..count.scores import Corrections, Counts, aligned_score
 from ..read.dataset import ENTITY_COLUMNS, Dataset
-from .results import EvaluationResult, ModelResult
+from ..rules import FieldRules, Rule
+
+if TYPE_CHECKING:  # results reads rule_figures from here: the types only, no cycle
+    from .results import EvaluationResult, ModelResult
 
 SUGGESTION_COLUMNS = ["entity_type", "comparator", "fixes", "format"]
 
@@ -61,24 +66,23 @@ def _dataset(frame: pd.DataFrame, name: str, doc_ids: tuple[str, ...]) -> Datase
     return Dataset(name, name, entities.reset_index(drop=True), doc_ids)
 
 
-def rescored_aligned(result: EvaluationResult, name: str, comparators: Mapping[str, str]) -> float:
-    """KIEval_Aligned of model ``name`` counted again with ``comparators`` ({entity type:
-    comparator}) declared on top of the evaluation's own, from the engine's tables (no
-    file is read again).
+def counts_under(result: EvaluationResult, name: str, comparators: Mapping[str, str]) -> dict[str, int]:
+    """Corpus counts (``tp, fp, fn, substitution, addition, deletion``) of model ``name``
+    with ``comparators`` ({entity type: comparator}; a type left out compares exact) in
+    place of the evaluation's own, from the engine's tables (no file is read again).
 
     Only the documents where the new comparators compare some values differently are
-    counted again; the others keep their counts. That is exact: a document's TP and Error
+    counted again; the others keep their counts. That is exact: a document's counts
     follow from the values that are equal within each of its entity types alone (the
     matching's S and W optimum, SPEC 3.2; which of several tied pairings it takes does not
     change them)."""
     model = result.models[name]
     counted = model.detail()
-    normalizer = dataclasses.replace(result.normalizer,
-                                     comparators=result.normalizer.comparators + tuple(comparators.items()))
-    changed = changed_documents(counted, result.normalizer, normalizer, list(comparators))
+    after = dataclasses.replace(result.normalizer, comparators=tuple(sorted(comparators.items())))
+    types = sorted(set(result.comparators) | set(comparators))
+    changed = changed_documents(counted, result.normalizer, after, types) if types else set()
     kept = model.tally.documents.drop(index=list(changed))
-    tp = int(kept["tp"].sum())
-    error = int(kept[["substitution", "addition", "deletion"]].to_numpy().sum())
+    counts = {k: int(kept[k].sum()) for k in _COUNT_KEYS}
     if changed:
         doc_ids = tuple(d for d in counted.doc_ids if d in changed)
         pred_ids = tuple(d for d in doc_ids if d not in set(model.missing_documents))
@@ -87,10 +91,20 @@ def rescored_aligned(result: EvaluationResult, name: str, comparators: Mapping[s
             return frame[frame["doc_id"].isin(changed).to_numpy()]
 
         gt = _dataset(of_changed(counted.gt_entities), "ground truth", doc_ids)
-        more_tp, more_error = tp_and_error(gt, _dataset(of_changed(counted.pred_entities), name, pred_ids),
-                                           normalizer)
-        tp, error = tp + more_tp, error + more_error
-    return float(aligned_score(tp, error))
+        more = corpus_counts(gt, _dataset(of_changed(counted.pred_entities), name, pred_ids), after)
+        counts = {k: counts[k] + more[k] for k in _COUNT_KEYS}
+    return counts
+
+
+_COUNT_KEYS = ("tp", "fp", "fn", "substitution", "addition", "deletion")
+
+
+def rescored_aligned(result: EvaluationResult, name: str, comparators: Mapping[str, str]) -> float:
+    """KIEval_Aligned of model ``name`` with ``comparators`` declared on top of the
+    evaluation's own (see :func:`counts_under`)."""
+    counts = counts_under(result, name, {**result.comparators, **comparators})
+    error = counts["substitution"] + counts["addition"] + counts["deletion"]
+    return float(aligned_score(counts["tp"], error))
 
 
 def changed_documents(counted: Counted, before: Normalizer, after: Normalizer, types: list[str]) -> set[str]:
@@ -139,3 +153,188 @@ def hint_lines(result: EvaluationResult, fields: int = 3) -> list[str]:
         verb = "raise" if after >= model.aligned else "change"
         lines.append(f"{name}: {options} would {verb} KIEval_Aligned from {model.aligned:.4f} to {after:.4f}")
     return lines
+
+
+# --- suggested rules and the figures under each set of rules (SPEC 2d) ------------------------
+
+#: Share of a field's GT values that must read as dates (or numbers) for a suggestion.
+TYPED_SHARE = 0.9
+#: Share of a field's substitutions that must differ only in case (or punctuation).
+FORMAT_SHARE = 0.5
+
+
+def substitution_pairs(result: EvaluationResult) -> pd.DataFrame:
+    """Every model's substitutions as ``entity_type, gt, pred`` (normalised values), from the
+    engine's tables (models without them, a distributed run, give none)."""
+    frames = []
+    for model in result.models.values():
+        if model.counted is None:
+            continue
+        pred = model.counted.pred_entities
+        subs = pred[(pred["status"] == "substituted").to_numpy()]
+        frames.append(pd.DataFrame({"entity_type": subs["entity_type"].astype(object).to_numpy(),
+                                    "gt": subs["other_value"].astype(object).to_numpy(),
+                                    "pred": subs["value"].astype(object).to_numpy()}))
+    if not frames:
+        return pd.DataFrame(columns=["entity_type", "gt", "pred"])
+    pairs = pd.concat(frames, ignore_index=True)
+    codes, distinct = pd.factorize(pd.concat([pairs["gt"], pairs["pred"]]))
+    normalised = np.array([result.normalizer(v) for v in distinct], dtype=object)[codes]
+    return pairs.assign(gt=normalised[: len(pairs)], pred=normalised[len(pairs):])
+
+
+def suggested_rules(result: EvaluationResult) -> FieldRules:
+    """Rules inferred from the files (SPEC 2d, source ``suggested``), for the fields the user
+    and the rules files leave exact: a date comparator in the order the GT uses when at
+    least 90% of its GT values are dates, ``number`` when 90% are numbers, each when it
+    makes some substitution equal; else ``casefold`` (or ``alnum``) when most of the
+    field's substitutions differ only in case (or also in spaces and punctuation). Each
+    says why."""
+    gt = result.gt.entities
+    if gt.empty:
+        return FieldRules()
+    pairs = substitution_pairs(result)
+    fixing = fixing_comparators(pairs["gt"].to_numpy(object), pairs["pred"].to_numpy(object))
+    column = {c: j for j, c in enumerate(FORMAT_COMPARATORS)}
+    by_type = pairs.groupby("entity_type", sort=False).indices
+    codes, normalised = result.normalizer.sorted_codes(gt["value"].to_numpy(object))
+    gt_rows = pd.Series(codes).groupby(gt["entity_type"].astype(object).to_numpy()).indices
+    rules = []
+    for entity_type, rows in by_type.items():  # a field without substitutions has nothing to fix
+        if result.rules.comparator_rule(entity_type).source != "default" or result.rules.ignores(entity_type):
+            continue
+        fixed = fixing[rows].sum(axis=0)
+        values = normalised[codes[gt_rows.get(entity_type, [])]]
+        typed = _typed_rule(entity_type, values, fixed, column)
+        loose = _format_rule(entity_type, len(rows), fixed, column)
+        # a date or number rule, unless case and punctuation alone make more pairs equal
+        # ("45.500" for "45,500" on an Indonesian receipt is one number to alnum, two to number)
+        rule = typed if typed is not None and (loose is None or fixed[column[typed.comparator]]
+                                                >= fixed[column[loose.comparator]]) else loose
+        if rule is not None:
+            rules.append(rule)
+    return FieldRules(tuple(rules))
+
+
+def _typed_rule(entity_type: str, values: np.ndarray, fixed: np.ndarray, column: dict) -> Rule | None:
+    """A date or number comparator, read from the field's GT values only when some
+    substitution of the field would be fixed by one (the values are read once each)."""
+    n = len(values)
+    dates = date_order(values) if any(fixed[column[c]] for c in DATE_ORDERS) else None
+    if (dates and dates.leading is not None and dates.dates >= TYPED_SHARE * n
+            and fixed[column[dates.leading]]):
+        why = f"{dates.why}; equal dates in {_substitutions(fixed[column[dates.leading]])}"
+        return Rule(entity_type, dates.leading, source="suggested", declared_by="suggested", why=why)
+    numbers = int(canonicalise("number", values)[1].sum()) if fixed[column["number"]] else 0
+    if numbers >= TYPED_SHARE * n and fixed[column["number"]]:
+        fixes = _substitutions(fixed[column["number"]])
+        why = f"{numbers} of {n} GT values are numbers; equal numbers in {fixes}"
+        return Rule(entity_type, "number", source="suggested", declared_by="suggested", why=why)
+    return None
+
+
+def _substitutions(n: int) -> str:
+    return f"{n:,} substitution{'' if n == 1 else 's'}"
+
+
+def _format_rule(entity_type: str, n_subs: int, fixed: np.ndarray, column: dict) -> Rule | None:
+    for comparator, differ in (("casefold", "only in case"),
+                               ("alnum", "only in case, spaces or punctuation")):
+        if n_subs and fixed[column[comparator]] > FORMAT_SHARE * n_subs:
+            why = f"{fixed[column[comparator]]} of {n_subs} substitutions differ {differ}"
+            return Rule(entity_type, comparator, source="suggested", declared_by="suggested", why=why)
+    return None
+
+
+@dataclass(frozen=True)
+class FigureSet:
+    """One model's corpus figures under one set of rules (SPEC 2d): counts, P/R/F1,
+    KIEval_Aligned and its rank among the models (1 = best; ties share a rank)."""
+
+    counts: Mapping[str, int]
+    rank: int
+
+    @property
+    def entity(self) -> Counts:
+        return Counts(self.counts["tp"], self.counts["fp"], self.counts["fn"])
+
+    @property
+    def corrections(self) -> Corrections:
+        return Corrections(self.counts["substitution"], self.counts["addition"], self.counts["deletion"])
+
+    @property
+    def aligned(self) -> float:
+        return float(aligned_score(self.entity.tp, self.corrections.total))
+
+    def report(self) -> dict:
+        return {"entity": self.entity.as_dict(), "aligned": self.aligned,
+                "corrections": self.corrections.as_dict(), "rank": self.rank}
+
+
+@dataclass(frozen=True)
+class RuleFigures:
+    """The figures of every model under the three sets of rules of SPEC 2d: ``strict``
+    (every field exact), ``active`` (the rules in force) and ``suggested`` (the active rules
+    with the suggestions under them; None when the suggestions change nothing), the rules
+    of each, and the sentence saying how the rankings differ (None when they agree)."""
+
+    strict: Mapping[str, FigureSet]
+    active: Mapping[str, FigureSet]
+    suggested: Mapping[str, FigureSet] | None
+    suggested_rules: FieldRules
+    strict_comparators: Mapping[str, str]
+    active_comparators: Mapping[str, str]
+    suggested_comparators: Mapping[str, str]
+
+    @property
+    def sentence(self) -> str | None:
+        """``Under the suggested rules (date as date:dmy, company as casefold) gpt4o ranks
+        first; strictly it ranks last.``; None when the rankings are the same."""
+        other, label, comparators = ((self.suggested, "the suggested rules", self.suggested_comparators)
+                                     if self.suggested is not None else
+                                     (self.active, "the rules in force", self.active_comparators))
+        if ranking(other) == ranking(self.strict):
+            return None
+        named = ", ".join(f"{t} as {c}" for t, c in comparators.items()
+                          if self.strict_comparators.get(t) != c)
+        leader = ranking(other)[0]
+        return (f"Under {label} ({named}) {leader} ranks {_place(other[leader].rank, len(other))}; "
+                f"strictly it ranks {_place(self.strict[leader].rank, len(other))}.")
+
+
+def _place(rank: int, n: int) -> str:
+    if rank == 1:
+        return "first"
+    if rank == n:
+        return "last"
+    return {2: "second", 3: "third"}.get(rank, f"{rank}th")
+
+
+def ranking(figures: Mapping[str, FigureSet]) -> list[str]:
+    """Model names, best KIEval_Aligned first (ties: the models' order)."""
+    return sorted(figures, key=lambda name: figures[name].rank)
+
+
+def _ranked(counts: Mapping[str, Mapping[str, int]]) -> dict[str, FigureSet]:
+    aligned = {n: float(aligned_score(c["tp"], c["substitution"] + c["addition"] + c["deletion"]))
+               for n, c in counts.items()}
+    return {n: FigureSet(c, 1 + sum(a > aligned[n] for a in aligned.values())) for n, c in counts.items()}
+
+
+def rule_figures(result: EvaluationResult) -> RuleFigures:
+    """The three sets of figures (SPEC 2d), computed from the engine's tables: the strict and
+    suggested ones count again only the documents whose values their rules compare
+    otherwise than the active rules do (:func:`counts_under`)."""
+    active_comparators = result.comparators
+    own = {name: {k: int(m.tally.totals[k]) for k in _COUNT_KEYS} for name, m in result.models.items()}
+    recountable = all(m.counted is not None for m in result.models.values())
+    strict = own if not active_comparators or not recountable else {
+        name: counts_under(result, name, {}) for name in result.models}
+    suggestions = suggested_rules(result) if recountable else FieldRules()
+    suggested_comparators = {**active_comparators, **suggestions.comparators(result.entity_types)}
+    suggested = None
+    if suggested_comparators != active_comparators:
+        suggested = _ranked({name: counts_under(result, name, suggested_comparators)
+                             for name in result.models})
+    return RuleFigures(_ranked(strict), _ranked(own), suggested, suggestions, {},
+                       active_comparators, suggested_comparators)

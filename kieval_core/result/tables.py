@@ -41,6 +41,62 @@ def metric_table(result: EvaluationResult, headline: bool = False) -> pd.DataFra
 
 
 
+def rankings_table(result: EvaluationResult) -> pd.DataFrame:
+    """The first screen's table (SPEC 2d): per model (index ``model``), KIEval_Aligned and its
+    rank strictly (every field exact), under the rules in force (when some comparator is
+    active) and under the suggested rules (when they differ from the active ones); rows in
+    the order of the last of these rankings."""
+    figures = result.rule_figures
+    sets = {"strict": figures.strict}
+    if figures.active_comparators:
+        sets["by the rules in force"] = figures.active
+    if figures.suggested is not None:
+        sets["suggested rules"] = figures.suggested
+    last = list(sets.values())[-1]
+    rows = {name: {column: value for label, figure in sets.items()
+                   for column, value in ((f"KIEval_Aligned, {label}", figure[name].aligned),
+                                         (f"rank, {label}", figure[name].rank))}
+            for name in sorted(result.models, key=lambda n: last[n].rank)}
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = "model"
+    return table
+
+
+def causes_table(result: EvaluationResult) -> pd.DataFrame:
+    """Every model's corrections by cause side by side (SPEC 2c): one row per (kind, cause),
+    one column per model; empty when the causes were not counted."""
+    causes = {name: m.causes for name, m in result.models.items() if m.causes is not None}
+    rows = [{"correction": kind, "cause": cause.replace("_", " "),
+             **{name: by_kind[kind][cause] for name, by_kind in causes.items()}}
+            for kind, inner in next(iter(causes.values()), {}).items() for cause in inner]
+    return pd.DataFrame(rows, columns=["correction", "cause", *causes])
+
+
+def rules_panel_table(result: EvaluationResult) -> pd.DataFrame:
+    """The rules panel (SPEC 2d): every field, its comparator (``ignore`` when it is not
+    scored), where that comes from, who declared it, why (a suggestion), the values its
+    comparator could not read and the values ignored; then the suggested comparator of the
+    fields that have one."""
+    unparsed = result.comparators_unparsed
+    suggested = {r.pattern: r for r in result.rule_figures.suggested_rules.rules}
+    rows = []
+    for row in result.rules_table():
+        entity_type = row["type"]
+        suggestion = suggested.get(entity_type)
+        rows.append({
+            "field": entity_type,
+            "comparator": "ignore" if row["ignore"] else row["comparator"],
+            "source": row["source"],
+            "declared by": row["declared_by"],
+            "unparsed": unparsed.get(entity_type, 0),
+            "ignored values": result.ignored.get(entity_type, 0),
+            "suggested": suggestion.comparator if suggestion else "",
+            "why": row["why"] or (suggestion.why if suggestion else ""),
+        })
+    return pd.DataFrame(rows, columns=["field", "comparator", "source", "declared by", "unparsed",
+                                       "ignored values", "suggested", "why"])
+
+
 def corrections_table(result: EvaluationResult) -> pd.DataFrame:
     """Per model: substitutions, additions, deletions and their total beside FP + FN, and how
     much FP + FN overstates the work, (FP + FN - corrections) / corrections (the paper's

@@ -35,6 +35,7 @@ grouped by integer keys); the only per-row Python is on the suspects themselves.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -45,6 +46,7 @@ import pandas as pd
 from ..count.engine import Counted
 from ..count.normalize import Normalizer
 from ..exceptions import KievalOptionError
+from ..rules import FieldRules
 from ..safe_text import csv_text
 from .label_fixes import group_field
 
@@ -65,15 +67,20 @@ def default_agreement(n_models: int) -> int:
     return 1 if n_models == 1 else max(2, n_models // 2 + 1)
 
 
-def field_forms(values: np.ndarray, entity_types: np.ndarray, normalizer: Normalizer) -> np.ndarray:
+def field_forms(values: np.ndarray, entity_types: np.ndarray, normalizer: Normalizer,
+                rules: FieldRules | None = None) -> np.ndarray:
     """The comparable code of each value under its entity type's field rule: the one place
-    this module asks which comparator judges a field (SPEC 2b, 2d)."""
+    this module asks which comparator judges a field (SPEC 2b, 2d). The comparators are the
+    field rules' (:meth:`~kieval_core.rules.FieldRules.comparator_pairs`); without rules, the
+    normaliser's own."""
+    if rules:
+        normalizer = dataclasses.replace(normalizer, comparators=rules.comparator_pairs())
     type_codes, type_names = pd.factorize(entity_types, sort=True)
     return normalizer.comparable_codes(values, list(type_names), type_codes)[2]
 
 
 def rank_suspects(gt_values: pd.Series, counted: Mapping[str, Counted], normalizer: Normalizer,
-                  k: int | None = None) -> pd.DataFrame:
+                  rules: FieldRules | None = None, k: int | None = None) -> pd.DataFrame:
     """The suspects of one evaluation, strongest evidence first.
 
     Parameters
@@ -83,8 +90,8 @@ def rank_suspects(gt_values: pd.Series, counted: Mapping[str, Counted], normaliz
         ``partner`` indices point into it).
     counted
         Each model's engine tables, all counted against that ground truth.
-    normalizer
-        The value comparison and field rules in force.
+    normalizer, rules
+        The value comparison and the field rules in force (:func:`field_forms`).
     k
         How many models must agree (default :func:`default_agreement`).
 
@@ -108,7 +115,8 @@ def rank_suspects(gt_values: pd.Series, counted: Mapping[str, Counted], normaliz
     if candidates.empty:
         return pd.DataFrame(columns=SUSPECT_COLUMNS)
     candidates = candidates.assign(form=field_forms(candidates["value"].to_numpy(object),
-                                                    candidates["entity_type"].to_numpy(object), normalizer))
+                                                    candidates["entity_type"].to_numpy(object), normalizer,
+                                                    rules))
     key = candidates.groupby([*_SLOT, "gt_row", "form"], sort=False, observed=True).ngroup().to_numpy()
     candidates = candidates.assign(key=key)
     # one vote per model and key: its most confident copy

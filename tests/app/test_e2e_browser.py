@@ -66,8 +66,9 @@ def _open(page, title: str) -> None:
 
 
 def _headline(page) -> dict[str, dict[str, str]]:
-    """The overview's headline table as text: model -> metric label -> shown value."""
-    table = page.get_by_test_id("stTable").first
+    """The overview's headline table as text: model -> metric label -> shown value (the table
+    of metrics, after the rankings strictly and under the rules)."""
+    table = page.get_by_test_id("stTable").filter(has_text="KIEval_Aligned").first
     headers = [h.inner_text().strip() for h in table.locator("thead th").all()]
     rows = {}
     for row in table.locator("tbody tr").all():
