@@ -110,8 +110,8 @@ def evaluate(
     field_rules = FieldRules.of(rules).over(FieldRules.from_mapping(
         dict(normalizer.comparators), declared_by="Normalizer(comparators=...)"))
     fixes = read_fixes(gt_fixes) if isinstance(gt_fixes, (str, Path)) else gt_fixes
-    if fixes is not None and engine != "local":
-        raise KievalOptionError("label fixes are applied with engine='local' only")
+    if (fixes is not None or suspect_agreement is not None) and engine != "local":
+        raise KievalOptionError("label fixes and --suspect-agreement: engine='local' only")
     result = _evaluate(gt, predictions, normalizer=dataclasses.replace(normalizer, comparators=()),
                        rules=field_rules, metrics=metrics, load_options=load_options,
                        peer_options=peer_options, progress=progress, engine=engine, scheduler=scheduler,

@@ -230,7 +230,7 @@ def _label_sections(result: EvaluationResult) -> dict:
     """``suspects[]`` (SPEC 2f) when the engine's tables were kept, and ``label_fixes``
     (the fixes applied, their source) when the GT was fixed."""
     sections = {}
-    if result.has_detail:
+    if result.has_suspects:
         sections["suspects"] = suspect_records(result.suspects)
     if result.label_fixes is not None:
         sections["label_fixes"] = fix_records(result.label_fixes)

@@ -58,6 +58,11 @@ WEAK_CONFIDENCE = 0.99
 _SLOT = ["doc_id", "group_type", "group", "entity_type"]
 
 
+def no_suspects() -> pd.DataFrame:
+    """An empty table of suspects."""
+    return pd.DataFrame(columns=SUSPECT_COLUMNS)
+
+
 def default_agreement(n_models: int) -> int:
     """The default ``k``: more than half of the models, and at least 2 (1 for one model).
 
@@ -101,7 +106,7 @@ def rank_suspects(gt_values: pd.Series, counted: Mapping[str, Counted], normaliz
     """
     n_models = len(counted)
     if n_models == 0:
-        return pd.DataFrame(columns=SUSPECT_COLUMNS)
+        return no_suspects()
     k = default_agreement(n_models) if k is None else int(k)
     if not 1 <= k <= n_models:
         msg = f"the agreement k must be between 1 and the number of models ({n_models}), got {k}"
@@ -113,7 +118,7 @@ def rank_suspects(gt_values: pd.Series, counted: Mapping[str, Counted], normaliz
     if weak:
         candidates = candidates[candidates["confidence"].to_numpy() >= WEAK_CONFIDENCE]
     if candidates.empty:
-        return pd.DataFrame(columns=SUSPECT_COLUMNS)
+        return no_suspects()
     candidates = candidates.assign(form=field_forms(candidates["value"].to_numpy(object),
                                                     candidates["entity_type"].to_numpy(object), normalizer,
                                                     rules))
@@ -126,7 +131,7 @@ def rank_suspects(gt_values: pd.Series, counted: Mapping[str, Counted], normaliz
     n_agree = np.bincount(votes["key"].to_numpy(), minlength=int(key.max()) + 1)
     chosen = votes[n_agree[votes["key"].to_numpy()] >= k]
     if chosen.empty:
-        return pd.DataFrame(columns=SUSPECT_COLUMNS)
+        return no_suspects()
     return _evidence(chosen, gt_values, names, n_models, weak)
 
 
@@ -182,12 +187,21 @@ def _evidence(votes: pd.DataFrame, gt_values: pd.Series, names: list[str], n_mod
         "mean_confidence": by_key["confidence"].mean().to_numpy(np.float64),
         "weak": weak,
     })
-    # the GT group's index (its place in the file) sorts last: the order follows the content
-    texts = [out[c].fillna("").astype(str).to_numpy() for c in ("proposed_value", "gt_value", "group_type",
-                                                                  "entity_type", "doc_id")]
-    evidence = [-np.nan_to_num(out["mean_confidence"].to_numpy(), nan=-1.0), -out["score"].to_numpy()]
-    order = np.lexsort((out["group"].to_numpy(), *texts, *evidence))
-    return out.iloc[order].reset_index(drop=True)[SUSPECT_COLUMNS]
+    return sorted_suspects(out)
+
+
+def sorted_suspects(suspects: pd.DataFrame) -> pd.DataFrame:
+    """Suspects strongest evidence first: score, mean confidence (missing last), then the
+    content (document, field, group type, values) and the GT group's index (its place in
+    the file) last. Suspects of disjoint sets of documents (a distributed run's partitions),
+    concatenated and sorted, are those of the whole."""
+    content = ("proposed_value", "gt_value", "group_type", "entity_type", "doc_id")
+    texts = [suspects[c].fillna("").astype(str).to_numpy() for c in content]
+    evidence = [-np.nan_to_num(suspects["mean_confidence"].to_numpy(np.float64), nan=-1.0),
+                -suspects["score"].to_numpy(np.float64)]
+    order = np.lexsort((suspects["group"].to_numpy(), *texts, *evidence))
+    text = {c: object for c in ("doc_id", "entity_type", "group_type", "kind", "gt_value", "proposed_value")}
+    return suspects.iloc[order].reset_index(drop=True)[SUSPECT_COLUMNS].astype(text)
 
 
 def _confidence(value: float) -> float | None:
@@ -235,7 +249,7 @@ def label_lines(result) -> list[str]:
     """The CLI summary's lines about the labels: how many suspects (when the engine's
     tables were kept) and, with label fixes, KIEval_Aligned before and after per model."""
     lines = []
-    if result.has_detail and result.models:
+    if result.has_suspects and result.models:
         suspects = result.suspects
         n_models = len(result.models)
         k = result.suspect_agreement or default_agreement(n_models)
