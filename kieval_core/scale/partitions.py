@@ -150,12 +150,16 @@ def merge_partitions(parts: Sequence[PartitionResult], gt: DatasetSummary,
     keys = {name: KeyCounts.merge([p.models[name].keys for p in parts]) for name in predictions}
     gt_keys = KeyCounts.merge([p.gt_keys for p in parts])
     result = finish(gt, models, keys, normalizer, ("kieval",), gt_keys=gt_keys)
+    return replace(result, partition_suspects=merge_suspects(parts))
+
+
+def merge_suspects(parts: Sequence[PartitionResult]) -> pd.DataFrame | None:
+    """The partitions' suspects as one table, sorted (None when no partition ranked any)."""
     ranked = [p.suspects for p in parts if p.suspects is not None]
     if not ranked:
-        return result
+        return None
     found = [s for s in ranked if len(s)]
-    merged = sorted_suspects(pd.concat(found, ignore_index=True)) if found else no_suspects()
-    return replace(result, partition_suspects=merged)
+    return sorted_suspects(pd.concat(found, ignore_index=True)) if found else no_suspects()
 
 
 def merge_error_lists(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
