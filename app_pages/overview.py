@@ -62,7 +62,7 @@ with st.container(border=True):
                 on_click=session.save_run,
                 key="overview_save",
                 icon=":material/save:",
-                help=f"Writes the figures, errors and matchings under {md(session.runs_dir())}; the page's "
+                help="Writes the figures, errors and matchings to the server's saved runs; the page's "
                 "address then reopens them after a refresh or a restart.",
             )
     saved_runs.render()

@@ -2,13 +2,14 @@
 
     python docs/make_screenshots.py [--out docs/screenshots] [--width 1400]
         [--gt FILE --pred FILE ... [--images FILE]] [--meta KEY] [--prefix NAME] [--view]
-        [--review documents]
+        [--review documents] [--scope field]
 
 Starts ``streamlit run app.py`` on a free port, opens each page (on the built-in sample,
 or after uploading ``--gt`` and ``--pred`` files), waits until the app is idle, and
 saves one PNG per page (the full page up to 3,400 px, in 256 colours). ``--view`` also
 saves the Documents page's document view alone (``<prefix>document_view.png``);
-``--review documents`` shows the Automation page reviewing whole documents.
+``--review documents`` shows the Automation page reviewing whole documents, ``--scope
+field`` its per-field plan (floors, automation blockers).
 """
 
 from __future__ import annotations
@@ -154,6 +155,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--images", type=Path)
     parser.add_argument("--view", action="store_true")
     parser.add_argument("--review", choices=["predictions", "documents"], default="predictions")
+    parser.add_argument("--scope", choices=["one", "field"], default="one")
     args = parser.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
@@ -174,6 +176,10 @@ def main(argv: list[str] | None = None) -> None:
             wait_idle(page)
             if name == "automation" and args.review == "documents":
                 page.locator(".st-key-auto_review").get_by_text("whole documents").click()
+                wait_idle(page)
+            if name == "automation" and args.scope == "field":
+                page.locator(".st-key-auto_scope").get_by_role("combobox").click()
+                page.get_by_role("option", name="one τ per field").click()
                 wait_idle(page)
             if name == "suspects":
                 mark_first_suspect(page)

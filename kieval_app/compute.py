@@ -31,10 +31,10 @@ from typing import Any
 
 from kieval_core import Dataset, DecisionOptions, EvaluationResult, KievalInputError, ModelResult, load_bytes
 from kieval_core.count.peer_families import PeerFigures, needs_structures
-from kieval_core.limits import Limits, load_cost
+from kieval_core.limits import Limits, load_cost, matching_cost
 from kieval_core.output.render import render_report
 from kieval_core.output.runs import SavedRun, load_run, save_run
-from kieval_core.read.formats import load_estimate
+from kieval_core.read.formats import group_counts, load_estimate
 from kieval_core.read.page_images import ImageLimits, PageImages, image_files, read_page_images
 from kieval_core.result.registry import resolve_families
 from kieval_core.result.scoring import (
@@ -242,7 +242,9 @@ def score(store: Store, gt: Source, pred: Source, options: AppOptions,
     A heavy scoring runs in a child process, as a heavy read does (:func:`read_dataset`).
     """
     # scoring holds about what reading both files took (bench/README.md, "Admission"); at
-    # least what reading either takes, so the scoring takes a turn whenever its reads would
+    # least what reading either takes, so the scoring takes a turn whenever its reads would;
+    # and what matching their groups takes, known once they are read (a few thousand lines
+    # in one document cost more than their bytes say: that scoring runs in a child)
     cost = max(load_cost(gt.size + pred.size), *(load_estimate(s.data, s.name) for s in (gt, pred)))
 
     def compute() -> tuple[ModelResult, KeyCounts, dict[str, int]]:
@@ -253,8 +255,9 @@ def score(store: Store, gt: Source, pred: Source, options: AppOptions,
         gt_scored = rules.without_ignored(gt_set, {})
         pred_scored = rules.without_ignored(pred_set, ignored)
         normalizer = dataclasses.replace(options.normalizer, comparators=rules.comparator_pairs())
-        model = _run(store, cost, waiting, score_model, gt_scored, pred_scored, name=pred.stem,
-                     normalizer=normalizer)
+        matching = matching_cost(group_counts(gt_set).to_dict(), group_counts(pred_set).to_dict())
+        model = _run(store, max(cost, matching), waiting, score_model, gt_scored, pred_scored,
+                     name=pred.stem, normalizer=normalizer)
         return model, KeyCounts.of(pred_set), ignored
 
     return store.get(_model_key(gt, pred, options, suggested), compute, cost=cost, waiting=waiting)
@@ -370,22 +373,37 @@ def _scored(store: Store, gt: Source, gt_set: Dataset, sources: Sources, options
 
 
 def open_run(store: Store, session: str, sources: Sources, options: AppOptions) -> Workspace:
-    """A saved run, read once per directory and content, as a read-only workspace."""
+    """A saved run, read once per directory and content, as a read-only workspace. A run
+    this session has open stays as it was read when its directory is deleted or replaced
+    meanwhile (by another session or ``kieval runs``): the session holds it in the store."""
     directory = Path(sources.run)
     manifest = directory / "manifest.json"
     stamp = manifest.stat().st_mtime_ns if manifest.exists() else 0
     key = ("run", str(directory.resolve()), stamp)
+    if stamp == 0:  # gone from the disk: the copy this session holds, if any
+        key = next((k for k in store.held_keys(session) if isinstance(k, tuple) and k[:2] == key[:2]
+                    and store.peek(k) is not None), key)
     try:
         run = store.get(key, lambda: load_run(directory))
     except Exception as exc:
         store.hold(session, ())
-        message = str(exc) if isinstance(exc, KievalInputError) else f"{directory}: {exc}"
-        return Workspace(sources, options, None, (message,), "")
+        return Workspace(sources, options, None, (_run_message(directory, exc),), "")
     held: list[Hashable] = [key]
     ws = Workspace(sources, options, run.result, (), run.key, saved=run)
     ws = _with_images(store, ws, held)
     store.hold(session, held)
     return ws
+
+
+def _run_message(directory: Path, exc: Exception) -> str:
+    """A saved run that cannot be opened, in one line naming the run and its file, not the
+    server's path."""
+    if not isinstance(exc, KievalInputError):
+        return f"Saved run {directory.name}: not readable ({type(exc).__name__})"
+    path = Path(exc.source)
+    inside = path.is_relative_to(directory) and path != directory
+    place = ", ".join(p for p in (path.relative_to(directory).as_posix() if inside else "", exc.where) if p)
+    return f"Saved run {directory.name}: {place + ': ' if place else ''}{exc.problem}"
 
 
 def read_message(source: Source, exc: Exception) -> str:

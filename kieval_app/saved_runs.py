@@ -34,13 +34,26 @@ def _cancel_delete() -> None:
 
 def _delete(run_id: str) -> None:
     st.session_state.pop(session.DELETE_RUN, None)
+    if not session.may_delete(run_id):
+        st.session_state[session.MESSAGES] = [("error", f"The run {run_id} was not deleted: this session "
+                                                         "did not save it.")]
+        return
     try:
         removed = remove_run(run_id, session.runs_dir())
     except (KievalInputError, KievalOptionError, OSError) as exc:
-        st.session_state[session.MESSAGES] = [("error", f"The run was not deleted: {exc}")]
+        st.session_state[session.MESSAGES] = [("error", f"The run {run_id} was not deleted: {_problem(exc)}")]
         return
     st.session_state[session.MESSAGES] = [
         ("success", f"Deleted the saved run {removed.id} ({describe_size(removed.bytes)}).")]
+
+
+def _problem(exc: Exception) -> str:
+    """What went wrong, without the server's paths."""
+    if isinstance(exc, KievalInputError):
+        return exc.problem
+    if isinstance(exc, OSError):
+        return exc.strerror or type(exc).__name__
+    return str(exc)
 
 
 def render() -> None:
@@ -52,8 +65,8 @@ def render() -> None:
     with box:
         runs = _runs()
         if not runs:
-            st.caption(f"No saved run under {md(session.runs_dir())} yet (Save this run, or "
-                       "`kieval evaluate --save-run DIR` into that folder).")
+            st.caption("No saved run on this server yet (Save this run, or `kieval evaluate --save-run DIR` "
+                       "into its runs directory).")
             return
         table = pd.DataFrame({
             "id": list(runs),
@@ -63,8 +76,8 @@ def render() -> None:
             "ground truth": [r.ground_truth for r in runs.values()],
         })
         st.dataframe(table, hide_index=True, placeholder="")
-        st.caption(f"{len(runs)} run(s), {describe_size(sum(r.bytes for r in runs.values()))} under "
-                   f"{md(session.runs_dir())}; `kieval runs prune` removes old ones in bulk.")
+        st.caption(f"{len(runs)} run(s), {describe_size(sum(r.bytes for r in runs.values()))}; this session "
+                   "deletes the runs it saved; `kieval runs prune` on the server removes old ones in bulk.")
         if st.session_state.get(PICK) not in runs:  # deleted meanwhile
             st.session_state.pop(PICK, None)
         pending = st.session_state.get(session.DELETE_RUN)
@@ -82,4 +95,5 @@ def render() -> None:
             return
         left, right = st.columns(2)  # the callbacks read the choice as it is when clicked
         left.button("Open", key="runs_open", on_click=_open, icon=":material/folder_open:")
-        right.button("Delete…", key="runs_delete", on_click=_ask_to_delete, icon=":material/delete:")
+        if session.may_delete(st.session_state.get(PICK) or next(iter(runs))):
+            right.button("Delete…", key="runs_delete", on_click=_ask_to_delete, icon=":material/delete:")

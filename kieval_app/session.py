@@ -21,6 +21,8 @@ render. Session state holds only these keys (besides widget values):
                     sources then)``; the Overview offers to reopen that run while the
                     session still shows what it began with (reruns do not lose it)
 ``delete_run``      the id of the saved run whose deletion waits for a confirmation
+``saved``           the ids of the runs this session saved: the ones it may delete
+                    (every run with ``kieval dashboard --delete-any-run``)
 ``verdicts``        the reviewer's verdicts on suspect labels, per ground truth (its
                     digest): ``{gt: {suspect key: verdict}}`` (:func:`verdicts`); saved
                     with a run and taken up again when it is opened
@@ -59,7 +61,7 @@ from . import compute
 from .compute import Workspace
 from .serving import isolation
 from .serving.collector import Collector
-from .serving.launch import IMAGES_DIR, OPEN_RUN
+from .serving.launch import DELETE_ANY_RUN, IMAGES_DIR, OPEN_RUN
 from .serving.reaper import Reaper, streamlit_reaper
 from .serving.store import Store
 from .serving.tuning import SWITCH_INTERVAL_S, idle_bytes
@@ -67,7 +69,7 @@ from .sources import DEFAULT_SAMPLE, AppOptions, Source, Sources, sample_sources
 
 SOURCES, PENDING, REFUSED, MESSAGES, UPLOADER = "sources", "pending", "refused", "messages", "uploader"
 WORKSPACE, DOC, URL, FRESH, MODEL = "workspace", "doc", "url", "fresh", "model"
-ARRIVAL, DELETE_RUN = "arrival", "delete_run"
+ARRIVAL, DELETE_RUN, SAVED = "arrival", "delete_run", "saved"
 VERDICTS, SUSPECT = "verdicts", "suspect"
 
 
@@ -114,20 +116,21 @@ def session_id() -> str:
 
 
 @st.cache_resource(show_spinner=False)
-def directory_images() -> Source | None:
+def directory_images() -> tuple[Source | None, tuple[str, ...]]:
     """The page images of ``kieval dashboard --images DIR``, read once per process as one
-    zip; used whenever the loaded files bring none (None without the option)."""
+    zip, and one message per file of it not read; used whenever the loaded files bring none
+    (None without the option)."""
     directory = os.environ.get(IMAGES_DIR)
     if not directory:
-        return None
-    files = directory_files(directory, compute.image_limits())
-    return Source.of(*zipped(Path(directory).name, files))
+        return None, ()
+    files, problems = directory_files(directory, compute.image_limits())
+    return Source.of(*zipped(Path(directory).name, files)), tuple(problems)
 
 
 def _forget(state) -> None:
     """Drop a closed session's files and results from its state (the reaper calls it),
     widget values too (an uploader's last files): Streamlit's ``SessionState.clear``."""
-    for key in (SOURCES, PENDING, REFUSED, MESSAGES, WORKSPACE):
+    for key in (SOURCES, PENDING, REFUSED, MESSAGES, WORKSPACE, SAVED):
         with contextlib.suppress(KeyError):
             del state[key]
     inner = getattr(state, "_state", None)  # Streamlit 1.67's SafeSessionState wraps it
@@ -169,10 +172,13 @@ def prepare(options: AppOptions) -> Workspace:
     sources = st.session_state[SOURCES]
     if sources.images is None:
         try:
-            given = directory_images()
-        except KievalInputError as exc:  # the --images directory: one message, the rest works
-            st.error(md(str(exc)), icon=":material/error:")
-            given = None
+            given, problems = directory_images()
+        except (KievalInputError, OSError) as exc:  # the --images directory: one message, the rest works
+            st.error(md(str(exc) if isinstance(exc, KievalInputError) else f"--images: {exc.strerror}"),
+                     icon=":material/error:")
+            given, problems = None, ()
+        for problem in problems:
+            st.warning(md(problem), icon=":material/warning:")
         sources = sources.with_images(given) if given is not None else sources
     ws = compute.build_workspace(store(), session_id(), sources, options, progress)
     bar.empty()
@@ -329,7 +335,14 @@ def save_run() -> None:
         st.session_state[MESSAGES] = [("error", f"The run was not saved: {exc}")]
         return
     st.query_params["run"] = ws.key
-    st.session_state[MESSAGES] = [("success", f"Saved as {path}; this page's address reopens it.")]
+    st.session_state[SAVED] = {*st.session_state.get(SAVED, ()), path.name}
+    st.session_state[MESSAGES] = [("success", f"Saved as run {path.name}; this page's address reopens it.")]
+
+
+def may_delete(run_id: str) -> bool:
+    """Whether this session may delete a saved run: one it saved, or any when the server
+    was started with ``--delete-any-run``."""
+    return run_id in st.session_state.get(SAVED, ()) or os.environ.get(DELETE_ANY_RUN) == "1"
 
 
 def open_saved(key: str) -> None:

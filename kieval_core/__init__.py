@@ -17,6 +17,7 @@ from ._version import __version__ as __version__
 #: Public name -> the module that defines it.
 _EXPORTS = {
     "Accumulator": "accumulator",
+    "Decision": "review.deploy",
     "DecisionOptions": "review.decisions",
     "KievalInputError": "exceptions",
     "KievalOptionError": "exceptions",
@@ -38,10 +39,10 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "FORMATS", "Accumulator", "Costs", "Dataset", "DecisionOptions", "EvaluationResult", "KievalInputError",
-    "KievalOptionError", "LoadOptions", "ModelResult", "NoCommonDocuments", "Normalizer", "PeerOptions",
-    "UndefinedMetricWarning", "build_report", "evaluate", "load", "load_bytes", "render_report",
-    "report_json",
+    "FORMATS", "Accumulator", "Costs", "Dataset", "Decision", "DecisionOptions", "EvaluationResult",
+    "KievalInputError", "KievalOptionError", "LoadOptions", "ModelResult", "NoCommonDocuments", "Normalizer",
+    "PeerOptions", "UndefinedMetricWarning", "build_report", "evaluate", "load", "load_bytes",
+    "render_report", "report_json",
 ]
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
     from .result.results import EvaluationResult, ModelResult
     from .review.automation import Costs
     from .review.decisions import DecisionOptions
+    from .review.deploy import Decision
 
 
 def __getattr__(name: str) -> Any:

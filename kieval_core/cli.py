@@ -58,7 +58,15 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     dash.add_argument("--images", type=Path, metavar="DIR",
                       help="page images of the documents: DOC_ID.png|jpg|jpeg|webp|tif, DOC_ID/PAGE.png "
                            "or DOC_ID.pdf (shown on the Documents page with the boxes)")
+    dash.add_argument("--delete-any-run", action="store_true",
+                      help="let every visitor delete every saved run (default: a session deletes only the "
+                           "runs it saved; `kieval runs` manages them all)")
     _limit_options(dash.add_argument_group("limits of the server (each also an environment variable)"), "app")
+    route = sub.add_parser("route", help="apply a decision file to new predictions (no ground truth)",
+                           description="Mark every prediction automate or review and every document "
+                                       "straight_through or open, as a decision file says; print the counts.")
+    if command == "route":
+        _route_options(route)
     sub.add_parser("metrics", help="list every metric with its definition")
     runs_dir = argparse.ArgumentParser(add_help=False)  # before or after the action: both read
     runs_dir.add_argument("--dir", type=Path, metavar="DIR", default=argparse.SUPPRESS,
@@ -162,9 +170,19 @@ def _evaluate_options(ev: argparse.ArgumentParser) -> None:
     decide.add_argument("--review", default="both", choices=REVIEW_CHOICES,
                         help="what a person reviews: the predictions below τ, every document with one "
                              "below τ (whole, missing values added), or both (default)")
-    decide.add_argument("--missing-confidence", default="automate", choices=tuple(MISSING_POLICIES),
-                        help="a prediction without confidence is automated (counts as 1.0, default) or "
-                             "reviewed at every τ > 0 (counts as 0.0)")
+    decide.add_argument("--missing-confidence", default="review", choices=tuple(MISSING_POLICIES),
+                        help="a prediction without confidence is reviewed at every τ, 0 included "
+                             "(default), or automated (counts as 1.0)")
+    decide.add_argument("--assurance", type=float, default=0.95, metavar="C",
+                        help="the assured τ is the smallest whose one-sided lower C-bound of accuracy "
+                             "after review (document bootstrap) reaches the target (default 0.95)")
+    decide.add_argument("--per-field-thresholds", action="store_true",
+                        help="decide one τ per field (every field at or above its floor, or reviewed "
+                             "whole) instead of one τ for every field; the report has both plans")
+    decide.add_argument("--field-floor", action="append", default=[], metavar="TYPE=A",
+                        type=lambda t: _pair(t, "--field-floor"),
+                        help="accuracy after review a field must reach in per-field plans (default: the "
+                             "target accuracy); a field that cannot is reviewed whole and named")
     decide.add_argument("--confidence-from", default="model", choices=CONFIDENCE_FROM,
                         help="consensus: a model without confidences gets, per prediction, the share of "
                              "the other models (3 or more loaded) predicting the same value in the same "
@@ -176,6 +194,11 @@ def _evaluate_options(ev: argparse.ArgumentParser) -> None:
     out = ev.add_argument_group("outputs and gates")
     out.add_argument("--json", type=Path, metavar="OUT", help="write the JSON report here")
     out.add_argument("--errors-csv", type=Path, metavar="OUT", help="write every error here")
+    out.add_argument("--decision-out", type=Path, metavar="FILE",
+                     help="write the decision (thresholds, what they were chosen for and on) as JSON for "
+                          "'kieval route': one τ (the assured τ when the bootstrap assures one) or one τ "
+                          "per field with --per-field-thresholds; reviewing whole documents with --review "
+                          "documents; needs one model")
     out.add_argument("--csv-formulas", default="escape", choices=CSV_FORMULAS,
                      help="escape (default): a cell beginning with = + - @ tab or CR gets a leading ' so a "
                           "spreadsheet shows it as text; keep: write cells as they are (for pipelines)")
@@ -199,6 +222,26 @@ def _evaluate_options(ev: argparse.ArgumentParser) -> None:
     out.add_argument("--fail-under", action="append", default=[], metavar="KEY=V",
                      type=lambda t: _pair(t, "--fail-under"),
                      help="same as --gate 'KEY>=V' (for metrics where higher is better)")
+
+
+def _route_options(route: argparse.ArgumentParser) -> None:
+    from .read.formats import FORMATS
+    from .review.automation import MISSING_POLICIES
+
+    route.add_argument("--decision", required=True, type=Path, metavar="FILE",
+                       help="a decision file (kieval evaluate --decision-out, or the Automation page)")
+    route.add_argument("--pred", required=True, metavar="[NAME=]PATH",
+                       help="the predictions to route (any format evaluate reads); NAME: the model's name "
+                            "(default: the file's name)")
+    route.add_argument("--out", type=Path, metavar="FILE",
+                       help="write every prediction with its mark: .jsonl or .csv")
+    route.add_argument("--format", default="auto", choices=FORMATS, help="input format (default: auto)")
+    route.add_argument("--key", help="key holding each record's structure (default: auto)")
+    route.add_argument("--alias", action="append", default=[], metavar="OLD=NEW",
+                       type=lambda t: _pair(t, "--alias"), help="rename a key while reading JSON")
+    route.add_argument("--missing-confidence", choices=tuple(MISSING_POLICIES),
+                       help="refuse the decision unless it was chosen with this policy (default: the "
+                            "decision's own)")
 
 
 def _limit_options(group: argparse._ArgumentGroup, context: str) -> None:
@@ -244,10 +287,11 @@ class _Progress:
 
 def _format_summary(frame: pd.DataFrame) -> str:
     """Metrics as rows, models as columns; counts with thousands separators, fractions
-    with four decimals, thresholds as :func:`~kieval_core.result.tables.threshold_text`
+    with four decimals, thresholds as :func:`~kieval_core.review.automation.threshold_text`
     writes them (just above the largest confidence is "> 1 (review all)", not 1.0000)."""
     from .output.render import THRESHOLD_ROWS, WHOLE_ROWS
-    from .result.tables import cell_text, threshold_text
+    from .result.tables import cell_text
+    from .review.automation import threshold_text
 
     def text_of(value, row: str) -> str:
         if row in THRESHOLD_ROWS and isinstance(value, float):
@@ -358,7 +402,6 @@ def _evaluate(args: argparse.Namespace) -> int:
     from .review.automation import Costs
     from .review.decisions import DecisionOptions
     from .rules import FieldRules
-    from .safe_text import for_terminal
 
     _batch_memory_pool()
     related = tuple(f.strip() for f in args.related_fields.split(",") if f.strip())
@@ -368,7 +411,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     gates = parse_gates(args.gate, args.fail_under)
     decisions = DecisionOptions(target=args.target_accuracy, document_target=args.document_target,
                                 costs=Costs.from_pairs(args.cost), resamples=args.bootstrap, seed=args.seed,
-                                slices=options.meta, review=args.review)
+                                slices=options.meta, review=args.review, floors=_floors(args.field_floor),
+                                per_field=args.per_field_thresholds, assurance=args.assurance)
     normalizer = Normalizer.from_names(args.normalize, (), args.near_miss)
     rules = FieldRules.of([*args.rules, FieldRules.from_options(args.compare, args.ignore)])
     peer = PeerOptions(args.cer_threshold, args.peer_structure)
@@ -376,7 +420,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     # the store is found (or the missing extra named) before the work starts
     tracker = MlflowTarget.open(args.mlflow or None) if args.mlflow is not None else None
     with OutputSet() as outputs:  # every output is staged before the work starts, then committed together
-        json_out, csv_out, suspects_out, run = _staged(outputs, args)
+        json_out, csv_out, suspects_out, run, decision_out = _staged(outputs, args)
         if run is not None and args.engine == "dask":
             engine["run_dir"] = run.path
         progress = _Progress()
@@ -392,12 +436,10 @@ def _evaluate(args: argparse.Namespace) -> int:
             progress.close()
             summary = _format_summary(summary_frame(result, report.figures))
         undefined = [str(w.message) for w in caught if issubclass(w.category, UndefinedMetricWarning)]
-        print("\n".join(for_terminal(line) for line in summary.splitlines()))
-        for line in _notes(args, result, report.figures):
-            print(for_terminal(line))
-        for warning in [*result.all_warnings, *dict.fromkeys(undefined)]:
-            _say(f"warning: {warning}")
+        _say_results(args, result, report.figures, summary, undefined)
         _write(args, result, report, json_out, csv_out, suspects_out, run)
+        if decision_out is not None:
+            decision_out.path.write_text(_decision(result, decisions, args), encoding="utf-8")
         outputs.commit()
     if tracker is not None:
         run_id = tracker.log(result, report, options=_options(args), run_dir=args.save_run,
@@ -420,32 +462,18 @@ def _engine(args: argparse.Namespace) -> dict:
     return {}
 
 
-def _notes(args: argparse.Namespace, result, figures: dict) -> list[str]:
-    """The lines under the summary table: decisions, the document target, the field rules,
-    the suspect labels and label fixes, the hints."""
-    from .output.render import decision_notes, document_target_line, rules_lines
-    from .result.suggest import hint_lines
-    from .review.suspects import label_lines
-
-    lines = decision_notes(figures)
-    if args.document_target is not None:  # its figures have no row of the table
-        lines.append(document_target_line(figures))
-    lines += rules_lines(result) + label_lines(result)
-    if not args.no_hints:
-        lines += [f"try: {line}" for line in hint_lines(result)]
-    return lines
-
-
 def _staged(outputs: OutputSet, args: argparse.Namespace) -> tuple:
-    """The outputs asked for (--json, --errors-csv, --suspects, --save-run), each staged (None
-    when not asked)."""
+    """The outputs asked for (--json, --errors-csv, --suspects, --save-run, --decision-out), each
+    staged (None when not asked)."""
     from .output.runs import RunStage
 
     json_out = outputs.add(lambda: StagedFile(args.json, "--json")) if args.json else None
     csv_out = outputs.add(lambda: StagedFile(args.errors_csv, "--errors-csv")) if args.errors_csv else None
     suspects_out = outputs.add(lambda: StagedFile(args.suspects, "--suspects")) if args.suspects else None
     run = outputs.add(lambda: RunStage(args.save_run, force=args.force)) if args.save_run else None
-    return json_out, csv_out, suspects_out, run
+    decision = outputs.add(lambda: StagedFile(args.decision_out, "--decision-out")) \
+        if args.decision_out else None
+    return json_out, csv_out, suspects_out, run, decision
 
 
 def _write(args: argparse.Namespace, result, report, json_out, csv_out, suspects_out, run) -> None:
@@ -463,6 +491,83 @@ def _write(args: argparse.Namespace, result, report, json_out, csv_out, suspects
     if suspects_out is not None:
         write_suspects(result.suspects, suspects_out.path, args.csv_formulas,
                        as_json=args.suspects.suffix.lower() == ".json")
+
+
+def _say_results(args: argparse.Namespace, result, figures: dict, summary: str, undefined: list[str]) -> None:
+    """The summary and the lines under it on stdout; warnings on stderr."""
+    from .output.render import decision_notes, document_target_line, per_field_lines, rules_lines
+    from .result.suggest import hint_lines
+    from .review.suspects import label_lines
+    from .safe_text import for_terminal
+
+    lines = [*summary.splitlines(), *decision_notes(figures)]
+    if args.per_field_thresholds:
+        lines += per_field_lines(figures)
+    if args.document_target is not None:  # its figures have no row of the table
+        lines.append(document_target_line(figures))
+    lines += rules_lines(result) + label_lines(result)
+    lines += [] if args.no_hints else [f"try: {line}" for line in hint_lines(result)]
+    print("\n".join(for_terminal(line) for line in lines))
+    for warning in [*result.all_warnings, *dict.fromkeys(undefined)]:
+        _say(f"warning: {warning}")
+
+
+def _decision(result, decisions, args: argparse.Namespace) -> str:
+    """The JSON of ``--decision-out``: the decision of the one model loaded."""
+    from .output.runs import digest
+    from .review.operating_point import decide
+
+    if len(result.models) != 1:
+        msg = f"--decision-out needs one model, {len(result.models)} are loaded"
+        raise KievalOptionError(msg)
+    (model,) = result.models.values()
+    chosen_on = {"gt_sha256": digest(args.gt), "pred_sha256": digest(_predictions(args.pred)[model.name])}
+    return decide(model, decisions, chosen_on).to_json()
+
+
+def _route(args: argparse.Namespace) -> int:
+    from .read.formats import LoadOptions
+    from .read.load import load
+    from .review.deploy import Decision
+    from .safe_text import for_terminal
+
+    decision = Decision.load(args.decision)
+    ((name, path),) = _predictions([args.pred]).items()
+    options = LoadOptions(format=args.format, key=args.key, aliases=tuple(args.alias))
+    routing = decision.route(load(path, options, name=name, keep_structures=False), args.missing_confidence)
+    if args.out is not None:
+        routing.write(args.out)
+    s = routing.summary
+    expected = decision.expected
+    lines = [f"{decision.model}: {s['predictions']:,} predictions: {s['automate']:,} automate "
+             f"({s['auto_rate']:.2%}), {s['review']:,} review; {s['documents']:,} documents: "
+             f"{s['straight_through']:,} straight through ({s['straight_through_rate']:.2%}), "
+             f"{s['open']:,} open",
+             f"decision: {decision.review} reviewed below {_thresholds_text(decision.thresholds)}; chosen on "
+             f"{decision.chosen_on.get('documents', '?')} documents: {expected.get('auto_rate', 0):.2%} "
+             f"automated, {expected.get('straight_through_rate', 0):.2%} straight through"]
+    for line in lines:
+        print(for_terminal(line))
+    return EXIT_OK
+
+
+def _thresholds_text(thresholds: dict) -> str:
+    from .review.automation import threshold_text
+
+    return ", ".join(f"{'every field' if k == '*' else k} "
+                     + ("(whole)" if v is None else f"τ {threshold_text(v)}") for k, v in thresholds.items())
+
+
+def _floors(pairs: list[tuple[str, str]]) -> tuple[tuple[str, float], ...]:
+    """``--field-floor TYPE=A`` pairs as (field, share); a floor that is no number is named."""
+    floors = {}
+    for field, raw in pairs:
+        try:
+            floors[field] = float(raw)
+        except ValueError:
+            msg = f"--field-floor {field}={raw}: {raw!r} is not a number"
+            raise KievalOptionError(msg) from None
+    return tuple(floors.items())
 
 
 def _batch_memory_pool() -> None:
@@ -510,43 +615,79 @@ def _dashboard(args: argparse.Namespace, server_options: list[str]) -> int:
         load_run(args.run)  # a clear error now rather than in the browser
     if args.images is not None and not args.images.is_dir():
         raise KievalInputError(str(args.images), None, "no such directory (--images takes a directory)")
-    return launch(args.port, args.host, server_options, args.run, limits.environ(), args.images)
+    return launch(args.port, args.host, server_options, args.run, limits.environ(), args.images,
+                  args.delete_any_run)
 
 
 def _runs(args: argparse.Namespace) -> int:
-    from .output.retention import (
-        default_runs_dir,
-        describe_size,
-        format_runs,
-        list_runs,
-        prune_runs,
-        remove_run,
-        saved_at,
-    )
+    from .output.retention import linked_entries
     from .safe_text import for_terminal
 
     folder = getattr(args, "dir", None)
+    if folder is not None and not folder.is_dir():
+        raise KievalOptionError(for_terminal(f"--dir {folder}: no such directory"))
+    linked = [for_terminal(f"skipped {name} (a symbolic link)") for name in linked_entries(folder)]
     if args.action == "list":
-        runs = list_runs(folder)
-        if not runs:
-            where = folder or default_runs_dir()
-            print(for_terminal(f"no saved runs in {where} (another folder: --dir DIR or KIEVAL_RUNS_DIR)"))
-            return EXIT_OK
-        print(format_runs(runs))
-        return EXIT_OK
+        return _runs_list(folder, linked)
     if args.action == "rm":
-        for run_id in args.ids:
-            removed = remove_run(run_id, folder)
-            print(for_terminal(f"removed {removed.id} ({describe_size(removed.bytes)})"))
+        return _runs_rm(folder, args.ids)
+    return _runs_prune(folder, args, linked)
+
+
+def _runs_list(folder: Path | None, linked: list[str]) -> int:
+    from .output.retention import default_runs_dir, format_runs, list_runs
+    from .safe_text import for_terminal
+
+    runs = list_runs(folder)
+    for line in linked:
+        _say(line)
+    if not runs:
+        where = folder or default_runs_dir()
+        print(for_terminal(f"no saved runs in {where} (another folder: --dir DIR or KIEVAL_RUNS_DIR)"))
         return EXIT_OK
+    print(format_runs(runs))
+    return EXIT_OK
+
+
+def _runs_rm(folder: Path | None, ids: list[str]) -> int:
+    """Each run in turn; one that cannot be removed is said and the others still go."""
+    from .output.retention import describe_size, remove_run
+    from .safe_text import for_terminal
+
+    failed = 0
+    for run_id in ids:
+        try:
+            removed = remove_run(run_id, folder)
+        except KievalOptionError as exc:  # not a run id: the message shows it shortened
+            failed += 1
+            _say(for_terminal(f"error: {exc}"))
+            continue
+        except (KievalInputError, OSError) as exc:
+            failed += 1
+            _say(for_terminal(f"not removed {run_id}: {getattr(exc, 'problem', None) or exc}"))
+            continue
+        print(for_terminal(f"removed {removed.id} ({describe_size(removed.bytes)})"))
+    return EXIT_INPUT if failed else EXIT_OK
+
+
+def _runs_prune(folder: Path | None, args: argparse.Namespace, linked: list[str]) -> int:
+    from .output.retention import describe_size, prune_runs, saved_at
+    from .safe_text import for_terminal
+
     if args.older_than is None and args.max_total_mb is None:
         raise KievalOptionError("kieval runs prune needs --older-than DAYS and/or --max-total-mb N")
-    removed = prune_runs(folder, args.older_than, args.max_total_mb, dry_run=args.dry_run)
+    pruned = prune_runs(folder, args.older_than, args.max_total_mb, dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
-    for run in removed:
+    for run in pruned.removed:
         print(for_terminal(f"{verb} {run.id} ({describe_size(run.bytes)}, saved {saved_at(run)})"))
-    print(f"{verb} {len(removed)} run(s), {describe_size(sum(r.bytes for r in removed))}")
-    return EXIT_OK
+    for line in linked:
+        print(line)
+    for run_id, reason in pruned.failed:
+        _say(for_terminal(f"not removed {run_id}: {reason}"))
+    failed = f"; {len(pruned.failed)} could not be removed" if pruned.failed else ""
+    size = describe_size(sum(r.bytes for r in pruned.removed))
+    print(f"{verb} {len(pruned.removed)} run(s), {size}{failed}")
+    return EXIT_INPUT if pruned.failed else EXIT_OK
 
 
 def _list_metrics() -> int:
@@ -600,6 +741,8 @@ def main(argv: list[str] | None = None) -> int:
                 return _dashboard(args, server_options)
             if args.command == "runs":
                 return _runs(args)
+            if args.command == "route":
+                return _route(args)
             return _list_metrics()
     except Interrupted as stop:  # SIGINT / SIGTERM: what was not finished was removed
         _say(f"kieval: stopped by {stop}; outputs not yet complete were not written")

@@ -31,6 +31,7 @@ from .result.scoring import (
     score_model,
     unique_name,
 )
+from .review.automation import DEFAULT_MISSING
 from .review.label_fixes import apply_fixes, read_fixes
 from .rules import GT_ORDER_DATE, FieldRules
 
@@ -57,7 +58,7 @@ def evaluate(
     progress: Progress | None = None,
     engine: str = "local",
     scheduler: str | None = None,
-    missing_confidence: str = "automate",
+    missing_confidence: str = "review",
     confidence_from: str = "model",
     rules: FieldRules | Mapping[str, str] | str | Path | Sequence | None = None,
     gt_fixes: str | Path | pd.DataFrame | None = None,
@@ -94,8 +95,9 @@ def evaluate(
         ``comparators`` count as rules the user gives. ``result.rule_figures`` holds the
         figures strictly, under these rules and under the suggested ones.
     missing_confidence, confidence_from
-        What review does with predictions without confidence (``automate``: they count
-        as 1.0; ``review``: as 0.0), and where confidences come from (``model``, or
+        What review does with predictions without confidence (``review``, the default:
+        never automated, at every threshold; ``automate``: they count as 1.0), and where
+        confidences come from (``model``, or
         ``consensus`` of the other models for models without any); see
         :func:`kieval_core.result.consensus.with_confidence_sources`.
     gt_fixes
@@ -117,7 +119,7 @@ def evaluate(
                        peer_options=peer_options, progress=progress, engine=engine, scheduler=scheduler,
                        fixes=fixes, fixes_source=str(gt_fixes), **dask_options)
     result = dataclasses.replace(result, suspect_agreement=suspect_agreement)
-    if (missing_confidence, confidence_from) == ("automate", "model"):
+    if (missing_confidence, confidence_from) == ("review", "model"):
         return result
     result = with_confidence_sources(result, missing_confidence, confidence_from)
     if result.before_fixes is None:
@@ -219,8 +221,8 @@ def with_label_fixes(result: EvaluationResult, fixes: pd.DataFrame, source: str 
         models[name] = dataclasses.replace(scored, unknown_documents=model.unknown_documents,
                                            format=model.format, notes=model.notes)
     out = dataclasses.replace(original, gt=fixed, models=models, before_fixes=original, label_fixes=fixes)
-    policy = next(iter(original.models.values())).missing_confidence if original.models else "automate"
+    policy = next(iter(original.models.values())).missing_confidence if original.models else DEFAULT_MISSING
     consensus = any(m.consensus_of for m in original.models.values())
-    if (policy, consensus) != ("automate", False):  # the review policy of the figures as given
+    if (policy, consensus) != (DEFAULT_MISSING, False):  # the review policy of the figures as given
         out = with_confidence_sources(out, policy, "consensus" if consensus else "model")
     return out

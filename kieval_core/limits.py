@@ -39,6 +39,9 @@ RATIO_FLOOR = MIB
 #: A load or scoring estimated at this many bytes or more is heavy: at most
 #: :attr:`Limits.heavy_loads` of them run at once in the dashboard (one 13 MB JSONL file).
 HEAVY_BYTES = 64 * MIB
+#: Peak memory of group matching per cell of a document's square matrix of groups of one
+#: type (5,000 menu lines a side: 3.9 GiB; 2,000: 0.7 GiB).
+BYTES_PER_MATCH_CELL = 160
 
 
 @dataclass(frozen=True)
@@ -71,15 +74,23 @@ LIMITS = (
     LimitSpec("image_pixels", "KIEVAL_MAX_IMAGE_PIXELS", "--max-image-pixels", "pixels",
               "pixels (width x height) of one page image, read from its header before it is "
               "decoded (a decompression bomb is refused)"),
+    LimitSpec("images_pixels", "KIEVAL_MAX_IMAGES_PIXELS", "--max-images-pixels", "pixels",
+              "pixels of one set of page images (an upload, or --images DIR), every page together, "
+              "read from the headers before any is decoded"),
     LimitSpec("pdf_pages", "KIEVAL_MAX_PDF_PAGES", "--max-pdf-pages", "pages",
               "pages rendered of one PDF page image file (the first ones; the rest are named)"),
+    LimitSpec("value_chars", "KIEVAL_MAX_VALUE_CHARS", "--max-value-chars", "characters",
+              "characters of one value (comparing two values costs up to the product of their lengths)"),
+    LimitSpec("groups_per_doc", "KIEVAL_MAX_GROUPS_PER_DOC", "--max-groups-per-doc", "groups",
+              "groups of one type in one document (menu lines, line items): matching them costs the "
+              "square of their number, about 160 bytes each (2,000 groups: 0.6 GiB)"),
     LimitSpec("heavy_loads", "KIEVAL_MAX_HEAVY_LOADS", "--max-heavy-loads", "loads",
               "dashboard: reads and scorings of large inputs (estimated at 64 MiB or more) that run at "
               "once; more wait their turn ('waiting for N other uploads to finish')"),
 )
 SPECS = {spec.field: spec for spec in LIMITS}
 #: The limits that are counts (whole numbers); the others are sizes or a ratio.
-WHOLE = ("rows", "image_pixels", "pdf_pages", "heavy_loads")
+WHOLE = ("rows", "image_pixels", "images_pixels", "pdf_pages", "value_chars", "groups_per_doc", "heavy_loads")
 
 
 def machine_memory_mb() -> float:
@@ -130,7 +141,10 @@ class Limits:
     session_mb: float
     memory_mb: float
     image_pixels: int = 50_000_000
+    images_pixels: int = 400_000_000
     pdf_pages: int = 50
+    value_chars: int = 100_000
+    groups_per_doc: int = 2_000
     heavy_loads: int = 1
 
     def __post_init__(self) -> None:
@@ -152,7 +166,8 @@ class Limits:
             return cls(file_mb=1024.0, uncompressed_mb=4096.0, zip_ratio=200.0, rows=10_000_000,
                        session_mb=float(memory), memory_mb=float(memory))
         return cls(file_mb=200.0, uncompressed_mb=512.0, zip_ratio=200.0, rows=5_000_000,
-                   session_mb=session_default(memory), memory_mb=float(memory))
+                   session_mb=session_default(memory), memory_mb=float(memory), value_chars=10_000,
+                   groups_per_doc=1_000)
 
     @classmethod
     def from_env(cls, context: str = "cli", environ: Mapping[str, str] | None = None,
@@ -192,14 +207,15 @@ class Limits:
 
     # --- checks ----------------------------------------------------------------------
 
-    def check(self, field: str, amount: float, source: str, what: str) -> None:
+    def check(self, field: str, amount: float, source: str, what: str, where: str | None = None) -> None:
         """Refuse ``amount`` (bytes, or rows for ``rows``, or a ratio) above the limit
-        ``field``; ``what`` says what was measured ("uncompressed", "rows in the footer")."""
+        ``field``; ``what`` says what was measured ("uncompressed", "rows in the footer"),
+        ``where`` the place in the file (a document), when there is one."""
         limit = getattr(self, field)
         spec = SPECS[field]
         scale = MIB if spec.unit == "MiB" else 1
         if amount > limit * scale:
-            raise LimitExceeded(source, spec, f"{_shown(amount / scale, spec)} {what}", limit)
+            raise LimitExceeded(source, spec, f"{_shown(amount / scale, spec)} {what}", limit, where)
 
     def check_memory(self, cost: int, source: str) -> None:
         """Refuse a load whose estimated memory (:func:`load_cost`) exceeds the budget."""
@@ -209,15 +225,16 @@ class Limits:
 class LimitExceeded(KievalInputError):
     """An input above a limit: names the file, the limit and how to raise it."""
 
-    def __init__(self, source: str, spec: LimitSpec | str, measured: str, limit: float) -> None:
+    def __init__(self, source: str, spec: LimitSpec | str, measured: str, limit: float,
+                 where: str | None = None) -> None:
         spec = SPECS[spec] if isinstance(spec, str) else spec
         self.spec, self.measured, self.limit = spec, measured, limit
         problem = (f"{measured} is above the limit of {_shown(limit, spec)} "
                    f"(raise it with {spec.option} or {spec.env})")
-        super().__init__(source, None, problem)
+        super().__init__(source, where, problem)
 
     def __reduce__(self):
-        return type(self), (self.source, self.spec.field, self.measured, self.limit)
+        return type(self), (self.source, self.spec.field, self.measured, self.limit, self.where)
 
 
 def _shown(value: float, spec: LimitSpec) -> str:
@@ -247,4 +264,18 @@ def load_cost(text_bytes: int, rows: int = 0) -> int:
     return max(text_bytes * BYTES_PER_TEXT_BYTE, rows * BYTES_PER_ENTITY)
 
 
-__all__ = ["LIMITS", "LimitExceeded", "LimitSpec", "Limits", "load_cost", "machine_memory_mb"]
+def matching_cost(gt_groups: Mapping, pred_groups: Mapping) -> int:
+    """Estimated peak memory of matching the groups of two inputs, from the number of
+    groups of each (document, group type) on each side (:data:`BYTES_PER_MATCH_CELL` per
+    cell of each square matrix, summed: an upper bound, blocks of one shape being solved
+    together).
+
+    >>> matching_cost({("d", "menu"): 1_000}, {("d", "menu"): 10, ("e", "menu"): 2}) // MIB
+    152
+    """
+    keys = set(gt_groups) | set(pred_groups)
+    return sum(max(gt_groups.get(k, 0), pred_groups.get(k, 0)) ** 2 for k in keys) * BYTES_PER_MATCH_CELL
+
+
+__all__ = ["LIMITS", "LimitExceeded", "LimitSpec", "Limits", "load_cost", "machine_memory_mb",
+           "matching_cost"]

@@ -119,14 +119,23 @@ def naive_review(counted, threshold: float, costs=(1.0, 0.0, 10.0, 10.0, 10.0)) 
     }
 
 
-def naive_field_thresholds(model, target: float) -> tuple[int, float] | None:
+def naive_field_thresholds(model, target: float, floors: dict | None = None) -> tuple[int, float] | None:
     """(fewest reviews, best accuracy among them) over every combination of one threshold
-    per entity type with some automation and overall accuracy >= target."""
+    per entity type with some automation and overall accuracy >= target, each type's
+    threshold one at which its own accuracy reaches its floor (default: the target), or,
+    when none of those automates any of it, the one that reviews it whole (SPEC 4d)."""
     from kieval_core.review.automation import review_at, thresholds
 
     review = model.review
     types = list(review.entity_types)
-    candidates = [thresholds(review.confidence[review.entity_type == code]) for code in range(len(types))]
+    candidates = []
+    for code, name in enumerate(types):
+        part = review.of_type(code)
+        taus = thresholds(part.confidence)
+        points = {t: review_at(part, t) for t in taus}
+        floor = (floors or {}).get(name, target)
+        ok = [t for t in taus if points[t].kieval_aligned >= floor - 1e-12]
+        candidates.append(ok if any(points[t].auto_rate > 0 for t in ok) else [taus[-1]])
     best = None
     for combination in itertools.product(*candidates):
         point = review_at(review, dict(zip(types, combination, strict=True)))

@@ -18,7 +18,8 @@ from kieval_core.review.automation import (
     review_at,
     with_costs,
 )
-from kieval_core.review.decisions import operating_point, review_curve, slice_thresholds, starting_threshold
+from kieval_core.review.decisions import slice_thresholds
+from kieval_core.review.operating_point import operating_point, review_curve, starting_threshold
 
 
 def _model(gt, pred, meta=None):
@@ -130,7 +131,7 @@ def test_a_threshold_control_starts_where_deciding_by_accuracy_is(review):
     model = evaluate(SAMPLE_DATA / "cord_v2_gt.jsonl", {"m": SAMPLE_DATA / "sim_llm.jsonl"}).models["m"]
     curve = review_curve(model, review)
     for target in (0.5, 0.999):
-        expected = operating_point(model, review=review, value=target, target=target, curve=curve)
+        expected = operating_point(model, review=review, value=target, target=target)
         start = starting_threshold(curve, target, model.n_documents, review)
         assert start == expected.threshold and expected.point.auto_rate > 0
         assert expected.reachable == (target == 0.5 or review == "documents")  # whole documents fix all

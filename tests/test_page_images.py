@@ -11,9 +11,11 @@ import pytest
 from PIL import Image
 
 from kieval_core import KievalInputError
+from kieval_core.limits import LimitExceeded
 from kieval_core.read.page_images import (
     DISPLAY_SIDE,
     ImageLimits,
+    directory_files,
     image_files,
     read_page_images,
     unknown_documents,
@@ -37,7 +39,7 @@ def _pdf(pages: int) -> bytes:
 
 def _zip(files: dict[str, bytes]) -> bytes:
     out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as archive:
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, data in files.items():
             archive.writestr(name, data)
     return out.getvalue()
@@ -103,3 +105,124 @@ def test_zip_sizes_are_capped_while_reading():
 
 def test_no_page_image_at_all_is_said():
     assert read_page_images({"readme.txt": b"x"}, "p.zip").problems[0].startswith("p.zip: no page image")
+
+
+# --- issue 33: what a set of page images costs, read from the headers (N1, N11, N6) ----------
+
+
+def _tiff_frames(frames: int) -> bytes:
+    """A little-endian TIFF of ``frames`` 1 x 1 grey frames, the IFDs chained."""
+    import struct
+
+    entries = ((256, 3, 1), (257, 3, 1), (258, 3, 8), (259, 3, 1), (262, 3, 1), (273, 4, None),
+               (278, 3, 1), (279, 4, 1))
+    ifd_size = 2 + 12 * len(entries) + 4
+    parts, offset = [b"II*\x00" + struct.pack("<I", 8)], 8
+    for i in range(frames):
+        pixel = offset + ifd_size
+        following = pixel + 2 if i < frames - 1 else 0
+        body = b"".join(struct.pack("<HHI", tag, kind, 1) + (struct.pack("<I", pixel) if value is None else
+                        struct.pack("<HH", value, 0) if kind == 3 else struct.pack("<I", value))
+                        for tag, kind, value in entries)
+        parts.append(struct.pack("<H", len(entries)) + body + struct.pack("<I", following) + b"\x80\x00")
+        offset = following
+    return b"".join(parts)
+
+
+def _timed_read(data: bytes, name: str):
+    import time
+
+    limits = ImageLimits()
+    started = time.perf_counter()
+    try:
+        result = read_page_images(image_files(data, name, limits), name, limits)
+    except KievalInputError as exc:
+        result = exc
+    return result, time.perf_counter() - started
+
+
+def test_a_tiff_of_200000_frames_is_read_from_its_first_frame_within_20_s():
+    data = _zip({"validation_0001.tif": _tiff_frames(200_000)})
+    assert len(data) < 2_000_000  # small on disk (the red team's was 578 KB)
+    images, seconds = _timed_read(data, "frames.zip")
+    assert seconds < 20  # before: every frame walked to count them (about 13 minutes)
+    assert images.n_pages("validation_0001") == 1 and not images.problems
+    assert images.page("validation_0001", 1).width == 1
+
+
+def _large_pdf(pages: int, points: int = 4_500) -> bytes:
+    document = pdfium.PdfDocument.new()
+    for _ in range(pages):
+        document.new_page(points, points)  # 6,875 x 6,875 pixels at 110 dpi: each under the page cap
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def test_a_set_of_large_pages_is_refused_from_its_headers_within_20_s():
+    pdf = _large_pdf(50)
+    png = _png(7_000, 7_000, mode="L")
+    cases = {"pages.pdf": pdf, "pngs.zip": _zip({f"validation_{i:04d}.png": png for i in range(20)})}
+    assert len(pdf) < 20_000 and len(cases["pngs.zip"]) < 2_000_000
+    for name, data in cases.items():
+        refused, seconds = _timed_read(data, name)
+        assert seconds < 20, name  # before: 54 s and 25 s, every page decoded
+        assert isinstance(refused, LimitExceeded), name
+        assert str(refused).startswith(f"{name}: ")
+        assert ("page image file(s) is above the limit of 400,000,000 pixels (raise it with "
+                "--max-images-pixels or KIEVAL_MAX_IMAGES_PIXELS)") in str(refused)
+    assert "2,363,281,250 pixels in 1 page image file(s)" in str(_timed_read(pdf, "pages.pdf")[0])
+    few = _timed_read(_zip({"a.png": png, "b.png": png}), "two.zip")[0]
+    assert few.n_pages("a") == few.n_pages("b") == 1  # 98 million pixels: read
+
+
+def test_pages_that_come_from_several_files_are_named_and_one_is_used():
+    files = {"DOC.png": _png(10, 10), "DOC.jpg": _png(20, 20), "B/1.png": _png(30, 30),
+             "B/01.png": _png(40, 40), "C.pdf": _pdf(2), "C.png": _png(50, 50), "D.png": _png(60, 60)}
+    images = read_page_images(files, "p.zip")
+    assert list(images.problems) == [
+        "p.zip: B page 1 comes from 2 files (B/01.png, B/1.png); using B/01.png",
+        "p.zip: C page 1 comes from 2 files (C.pdf, C.png); using C.pdf",
+        "p.zip: DOC page 1 comes from 2 files (DOC.jpg, DOC.png); using DOC.jpg",
+    ]
+    assert images.page("B", 1).width == 40 and images.page("DOC", 1).width == 20
+    assert images.n_pages("C") == 2 and images.page("C", 1).width == 220  # 144 pt at 110 dpi
+
+
+def test_names_that_climb_out_are_not_read():
+    files = {"../evil.png": _png(), "/abs.png": _png(), "a/../../b.png": _png(), "ok.png": _png()}
+    images = read_page_images(files, "p.zip")
+    assert set(images.pages) == {"ok"}
+    refused = ("../evil.png", "/abs.png", "a/../../b.png")
+    said = "is not read (a name with '..' or an absolute path)"
+    assert sorted(images.problems) == sorted(f"p.zip: {n!r} {said}" for n in refused)
+
+
+def test_a_directory_gives_its_regular_files_only_and_names_what_it_does_not_read(tmp_path, monkeypatch):
+    import builtins
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.png").write_bytes(_png())
+    pages = tmp_path / "pages"
+    (pages / "B").mkdir(parents=True)
+    (pages / "A.png").write_bytes(_png())
+    (pages / "B" / "1.png").write_bytes(_png())
+    (pages / "C.png").symlink_to(outside / "secret.png")
+    (pages / "D").symlink_to(outside)
+    (pages / "B" / "2.png").symlink_to(outside / "secret.png")
+    (pages / "E.png").write_bytes(_png())
+    real_open = builtins.open
+
+    def refusing(path, *args, **kwargs):  # the tests run as root: a permission error, simulated
+        if str(path).endswith("E.png"):
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", refusing)
+    files, problems = directory_files(pages, ImageLimits())
+    assert sorted(files) == ["A.png", "B/1.png"]
+    linked = [f"pages/{name}: a symbolic link, not followed" for name in ("B/2.png", "C.png", "D")]
+    assert problems == [*linked, "pages/E.png: not read (Permission denied)"]
+    with pytest.raises(KievalInputError, match="of images is above the limit"):
+        directory_files(pages, ImageLimits(max_bytes=100))

@@ -74,7 +74,7 @@ def test_a_run_is_removed_by_id_and_nothing_else(root, capsys):
 
 
 def test_prune_by_age_then_by_total_size(root, capsys):
-    assert [r.id for r in prune_runs(root, older_than_days=30, dry_run=True)] == ["old"]
+    assert [r.id for r in prune_runs(root, older_than_days=30, dry_run=True).removed] == ["old"]
     assert [r.id for r in list_runs(root)] == ["new", "middle", "old"]
     sizes = {r.id: r.bytes for r in list_runs(root)}
     limit_mb = (sizes["new"] + 1) / 2**20  # room for the newest run only
@@ -99,4 +99,37 @@ def test_prune_removes_what_killed_saves_left_behind(root):
         assert left.exists()
     prune_runs(root, older_than_days=1000)
     assert not left.exists()
+    assert [r.id for r in list_runs(root)] == ["new", "middle", "old"]
+
+
+# --- issue 33, N4: links, failures and a mistyped --dir --------------------------------------
+
+
+def test_prune_goes_on_past_a_failure_names_links_and_says_what_it_removed(root, tmp_path_factory, capsys):
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    save(elsewhere, "theirs", 50)
+    (root / "a-link").symlink_to(elsewhere / "theirs")  # an old run, reached through a link
+    assert [r.id for r in list_runs(root)] == ["new", "middle", "old"]
+    with RunStage(root / "middle"):  # being saved again: cannot be removed now
+        code = main(["runs", "--dir", str(root), "prune", "--older-than", "5"])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert "removed old" in out and "skipped a-link (a symbolic link)" in out
+    assert "removed 1 run(s)" in out and "1 could not be removed" in out
+    assert "not removed middle: " in err and "another kieval" in err
+    assert [r.id for r in list_runs(root)] == ["new", "middle"]
+    assert (elsewhere / "theirs" / "manifest.json").is_file()  # never followed
+    with pytest.raises(KievalInputError, match="symbolic link"):
+        remove_run("a-link", root)
+    assert main(["runs", "--dir", str(root), "rm", "a-link", "middle"]) == 2
+    out, err = capsys.readouterr()
+    assert "removed middle" in out and "not removed a-link: a symbolic link" in err
+    assert main(["runs", "--dir", str(root), "list"]) == 0
+    assert "skipped a-link (a symbolic link)" in capsys.readouterr().err
+
+
+def test_a_dir_that_is_not_a_directory_is_refused(root, capsys):
+    for action in (["list"], ["rm", "new"], ["prune", "--older-than", "1"]):
+        assert main(["runs", "--dir", str(root / "typo"), *action]) == 2
+        assert f"--dir {root / 'typo'}: no such directory" in capsys.readouterr().err
     assert [r.id for r in list_runs(root)] == ["new", "middle", "old"]

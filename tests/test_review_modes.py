@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 from builders import dataset, write_jsonl
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from oracles import isclose, naive_consensus, naive_document_review, naive_review
 from test_invariance import document
@@ -23,14 +23,17 @@ from kieval_core.result.consensus import consensus_confidence, with_confidence_s
 from kieval_core.review.automation import (
     Costs,
     document_review_curve,
+    point_at,
     recommend,
     review_documents_with,
 )
 from kieval_core.review.field_thresholds import per_field_thresholds
 
 
-def _model(gt, pred, name="m"):
-    return evaluate(dataset(gt, "gt"), {name: dataset(pred, name)}).models[name]
+def _model(gt, pred, name="m", missing="automate"):
+    """The naive oracles read a missing confidence as 1.0 (``automate``); the default
+    policy is tested against a file that writes them as 0.0."""
+    return evaluate(dataset(gt, "gt"), {name: dataset(pred, name)}, missing_confidence=missing).models[name]
 
 
 @pytest.fixture
@@ -70,7 +73,7 @@ def test_worked_example_through_the_cli(rpa_files, tmp_path):
     out = tmp_path / "report.json"
     gt, pred = rpa_files
     assert main(["evaluate", "--gt", str(gt), "--pred", str(pred), "--json", str(out), "--bootstrap", "0",
-                 "--target-accuracy", "0.6"]) == 0
+                 "--target-accuracy", "0.6", "--missing-confidence", "automate"]) == 0
     report = json.loads(out.read_text("utf-8"))
     automation = report["models"]["m"]["automation"]
     assert report["decisions"]["review"] == "both" and automation["review"] == "both"
@@ -141,24 +144,30 @@ def _filled(pred: dict, value: float) -> dict:
 @pytest.mark.slow
 @settings(max_examples=75, deadline=None)
 @given(corpus())
-def test_missing_confidences_reviewed_equal_a_file_that_says_zero(data):
+def test_missing_confidences_reviewed_equal_a_file_that_says_zero_above_zero(data):
+    """Reviewed (the default) is a file that says 0.0 at every τ > 0, and at τ = 0 already
+    reviews what has no confidence: the figures of the file's first τ above 0."""
     gt, (pred,) = data
+    assume(all(r[4] != 0.0 for rows in pred.values() for r in rows))  # 0.0 is the missing ones' here
     result = evaluate(dataset(gt, "gt"), {"m": dataset(pred, "m")})
-    m = result.models["m"]
-    reviewed = with_confidence_sources(result, "review").models["m"]
+    reviewed = result.models["m"]
     assert reviewed.missing_confidence == "review"
-    zero = _model(gt, _filled(pred, 0.0))  # the same data with the missing confidences written as 0.0
-    columns = ["threshold", "auto_rate", "kieval_aligned", "reviewed", "substitution", "addition", "deletion",
+    zero = _model(gt, _filled(pred, 0.0), missing="review")  # the missing confidences written as 0.0
+    columns = ["auto_rate", "kieval_aligned", "reviewed", "substitution", "addition", "deletion",
                "straight_through_rate", "document_accuracy", "opened_documents"]
-    assert reviewed.curve[columns].equals(zero.curve[columns])
-    assert document_review_curve(reviewed.review).equals(document_review_curve(zero.review))
-    for row in reviewed.curve.to_dict("records"):
-        expected = naive_review(zero.counted, row["threshold"])
+    above = zero.curve["threshold"][zero.curve["threshold"] > 0].min() if zero.n_predictions else 0.0
+    documents = document_review_curve(reviewed.review)
+    for i, row in enumerate(reviewed.curve.to_dict("records")):
+        tau = row["threshold"] if row["threshold"] > 0 else above
+        assert point_at(zero.curve, tau)[columns].tolist() == [row[c] for c in columns], row["threshold"]
+        assert documents.iloc[i].drop("threshold").equals(
+            point_at(document_review_curve(zero.review), tau).drop("threshold"))
+        expected = naive_review(zero.counted, tau)
         assert all(isclose(row[k], v) for k, v in expected.items() if k in row), row["threshold"]
-    back = with_confidence_sources(result, "automate").models["m"]
-    assert back.curve.equals(m.curve)
-    assert reviewed.review.with_missing("automate").with_missing("review").confidence.tolist() == (
-        reviewed.review.confidence.tolist())
+    automated = with_confidence_sources(result, "automate").models["m"]
+    assert automated.review.with_missing("review").confidence.tolist() == reviewed.review.confidence.tolist()
+    assert (automated.curve["reviewed"].iloc[0], reviewed.curve["reviewed"].iloc[0]) == (
+        0, int((~reviewed.review.has_confidence).sum()))
 
 
 @pytest.mark.slow
@@ -244,20 +253,26 @@ def test_textract_with_missing_confidences_reviewed(tmp_path, shared_data):
     sroie = shared_data / "sroie"
     textract = sroie / "predictions" / "aws_textract_analyzeexpense.jsonl"
     result = evaluate(load(sroie / "sroie_test_gt.jsonl"), {"textract": load(textract)})
-    model = result.models["textract"]
-    without = int((~model.review.has_confidence).sum())
-    assert 0.40 < without / model.n_predictions < 0.50  # 45% carry none
-    reviewed = with_confidence_sources(result, "review").models["textract"]
-    first = reviewed.curve.iloc[1]  # the first threshold above 0: 0.0 < τ <= the lowest real confidence
-    assert first["reviewed"] == without and model.curve.iloc[1]["reviewed"] < without
-    assert reviewed.curve.iloc[-1]["kieval_aligned"] == model.curve.iloc[-1]["kieval_aligned"]
+    reviewed = result.models["textract"]  # the default: never automated
+    assert reviewed.missing_confidence == "review"
+    without = int((~reviewed.review.has_confidence).sum())
+    assert without == 618 and reviewed.n_predictions == 1375  # 45% carry none
+    automated = with_confidence_sources(result, "automate").models["textract"]
+    first = reviewed.curve.iloc[0]  # τ = 0: every prediction without a confidence is already reviewed
+    assert (first["threshold"], first["reviewed"], automated.curve.iloc[0]["reviewed"]) == (0.0, without, 0)
+    assert automated.curve.iloc[1]["reviewed"] < without
+    assert reviewed.curve.iloc[-1]["kieval_aligned"] == automated.curve.iloc[-1]["kieval_aligned"]
     out = tmp_path / "report.json"
     assert main(["evaluate", "--gt", str(sroie / "sroie_test_gt.jsonl"), "--pred", f"textract={textract}",
-                 "--json", str(out), "--bootstrap", "0", "--missing-confidence", "review"]) == 0
+                 "--json", str(out), "--bootstrap", "0"]) == 0
     report = json.loads(out.read_text("utf-8"))["models"]["textract"]
     assert report["automation"]["missing_confidence"] == "review"
-    assert any("count them as 0.0" in w for w in report["warnings"])
-    assert report["automation"]["curve"][1]["auto_rate"] == pytest.approx(1 - without / model.n_predictions)
+    assert any("never automate them" in w for w in report["warnings"])
+    assert report["automation"]["curve"][0]["auto_rate"] == pytest.approx(1 - without / 1375)
+    by_field = {f["entity_type"]: f for f in report["automation"]["confidence_by_field"]}
+    assert (by_field["date"]["without_confidence"], by_field["date"]["predictions"]) == (317, 342)
+    assert (by_field["total"]["without_confidence"], by_field["total"]["predictions"]) == (299, 346)
+    assert sum(f["without_confidence"] for f in by_field.values()) == without
 
 
 def test_consensus_on_the_seven_sroie_systems(shared_data):
@@ -290,7 +305,7 @@ def test_operating_points_by_every_way_of_deciding(data, review, value):
         review_documents_by_entity_type,
         review_with,
     )
-    from kieval_core.review.decisions import operating_point, review_curve
+    from kieval_core.review.operating_point import operating_point, review_curve
 
     gt, (pred,) = data
     m = _model(gt, pred)
@@ -306,8 +321,8 @@ def test_operating_points_by_every_way_of_deciding(data, review, value):
             assert row["kieval_aligned"] >= value - 1e-12 and row[automation] > 0
             assert not ((curve["threshold"] < op.threshold) & (curve["kieval_aligned"] >= value - 1e-12)
                         & (curve[automation] > 0)).any()  # the smallest such τ
-        if decide_by == "automation":
-            assert row[automation] >= value - 1e-12
+        if decide_by == "automation":  # or the most automation there is (none without confidences)
+            assert row[automation] >= min(value, curve[automation].max()) - 1e-12
         if decide_by == "budget":
             assert row["reviewed"] * 1000 / m.n_documents <= v + 1e-9 or op.threshold == 0.0
     op = operating_point(m, review=review, scope="field", target=value)
@@ -321,7 +336,7 @@ def test_operating_points_by_every_way_of_deciding(data, review, value):
 
 
 def test_an_unreachable_target_shows_the_best_point_with_automation(rpa_files):
-    from kieval_core.review.decisions import operating_point
+    from kieval_core.review.operating_point import operating_point
 
     model = evaluate(*rpa_files).models["m"]
     op = operating_point(model, decide_by="accuracy", value=0.95)
@@ -403,3 +418,24 @@ def test_document_target_says_what_it_chose(tmp_path, capsys):
     command += ["--pred", str(bare)]
     assert said("--document-target", "0.6")[0].endswith(
         "m τ 0.9000: 0.6667 of documents right after review, 0.6667 straight through; bare no confidences")
+
+
+def test_summary_names_the_predictions_without_confidence_per_field(tmp_path, capsys):
+    """One date of two carries no confidence: never automated (the default), said per field."""
+    gt = write_jsonl(tmp_path / "gt.jsonl", [{"doc_id": "a", "gt_parse": {"date": "1/1", "total": "5"}},
+                                             {"doc_id": "b", "gt_parse": {"date": "2/2", "total": "7"}}])
+    pred = write_jsonl(tmp_path / "m.jsonl", [
+        {"doc_id": "a", "prediction": {"date": "1/1", "total": {"value": "5", "confidence": 0.9}}},
+        {"doc_id": "b", "prediction": {"date": {"value": "2/2", "confidence": 0.8},
+                                       "total": {"value": "7", "confidence": 0.7}}}])
+    out = tmp_path / "r.json"
+    assert main(["evaluate", "--gt", str(gt), "--pred", str(pred), "--bootstrap", "0",
+                 "--json", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert ("m: predictions without a confidence are never automated, reviewed at every τ "
+            "(--missing-confidence): date 50% (1 of 2)") in said
+    automation = json.loads(out.read_text("utf-8"))["models"]["m"]["automation"]
+    assert automation["curve"][0] == {"threshold": 0.0, "auto_rate": 0.75, "kieval_aligned": 1.0}
+    assert main(["evaluate", "--gt", str(gt), "--pred", str(pred), "--bootstrap", "0",
+                 "--missing-confidence", "automate"]) == 0
+    assert "date 50% (1 of 2)" in capsys.readouterr().out

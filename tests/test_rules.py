@@ -286,3 +286,18 @@ def test_a_saved_run_keeps_its_rules_and_their_figures(tmp_path):
     for name in ("m1", "m2"):
         for key in ("kieval", "kieval_strict", "kieval_suggested"):
             assert after["models"][name][key] == before["models"][name][key]
+
+
+def test_without_the_engines_tables_strict_figures_are_absent_not_mislabelled():
+    """A distributed run keeps only tallies: with a comparator active its strict figures
+    cannot be counted, and the report says so (None) rather than copying the active ones."""
+    import dataclasses
+
+    result = evaluate(dataset(GT, "gt"), {"m1": dataset(M1, "m1"), "m2": dataset(M2, "m2")},
+                      rules={"date": "date", "split": "ignore"})
+    tallies_only = dataclasses.replace(result, models={
+        n: dataclasses.replace(m, counted=None) for n, m in result.models.items()})
+    report = build_report(tallies_only)
+    assert report["models"]["m1"]["kieval_strict"] is None
+    assert "kieval_suggested" not in report["models"]["m1"]
+    assert report["rankings"]["strict"] == [] and report["rankings"]["sentence"] is None

@@ -359,9 +359,9 @@ def test_fixing_an_evaluation_keeps_its_review_policy(tmp_path):
     rows = [fix()]
     (tmp_path / "fixes.json").write_text(json.dumps(rows))
     path = tmp_path / "fixes.json"
-    direct = evaluate(gt, preds, gt_fixes=path, missing_confidence="review")
-    later = with_label_fixes(evaluate(gt, preds, missing_confidence="review"), parse_fixes(rows, "f"))
-    automated = evaluate(gt, preds, gt_fixes=path)
-    assert later.models["a"].missing_confidence == "review"
+    direct = evaluate(gt, preds, gt_fixes=path, missing_confidence="automate")
+    later = with_label_fixes(evaluate(gt, preds, missing_confidence="automate"), parse_fixes(rows, "f"))
+    by_default = evaluate(gt, preds, gt_fixes=path)  # missing confidences reviewed
+    assert later.models["a"].missing_confidence == "automate"
     assert later.models["a"].curve.equals(direct.models["a"].curve)
-    assert not later.models["a"].curve.equals(automated.models["a"].curve)
+    assert not later.models["a"].curve.equals(by_default.models["a"].curve)

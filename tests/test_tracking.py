@@ -85,12 +85,19 @@ def test_a_run_holds_the_reports_figures_curve_and_artifacts(result, store, tmp_
 
 
 def test_the_cli_logs_one_run_to_the_default_store(store, tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)  # no MLFLOW_TRACKING_URI: ./mlruns
+    """No MLFLOW_TRACKING_URI: where MLflow 3 itself logs (sqlite:///mlflow.db since 3.7), so
+    `mlflow ui` or `mlflow server` there shows the run (it refused the ./mlruns file store)."""
+    import mlflow
+
+    monkeypatch.chdir(tmp_path)
     code = main(["evaluate", "--gt", GT, "--pred", STRONG,
                  "--bootstrap", "20", "--save-run", "saved", "--mlflow"])
     assert code == 0
     assert "MLflow: run " in capsys.readouterr().err
-    client = MlflowClient(tracking_uri=(tmp_path / "mlruns").as_uri())
+    assert mlflow.get_tracking_uri() == f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert (tmp_path / "mlflow.db").is_file()
+    assert not (tmp_path / "mlruns" / "0" / "meta.yaml").exists()  # no file store
+    client = MlflowClient(tracking_uri=mlflow.get_tracking_uri())
     experiment = client.get_experiment_by_name("kieval")
     (run,) = client.search_runs([experiment.experiment_id])
     params = run.data.params
@@ -132,3 +139,43 @@ def test_per_epoch_figures_are_the_logged_ones(result, store):
     run_id = log_mlflow(result, tracking_uri=store, decisions=decisions)
     logged = MlflowClient(tracking_uri=store).get_run(run_id).data.metrics
     assert result_metrics(result, decisions) == {k: v for k, v in logged.items() if ".curve." not in k}
+
+
+# --- issue 33, N5: names from files, failures, their causes -----------------------------------
+
+
+def test_odd_names_from_files_never_lose_the_other_figures(store):
+    from kieval_core.output.tracking import run_params
+
+    long_name = "m" * 240
+    result = evaluate(GT, {long_name: WEAK, "weak": WEAK})
+    run_id = log_mlflow(result, tracking_uri=store, decisions=DecisionOptions(resamples=0))
+    run = MlflowClient(tracking_uri=store).get_run(run_id)
+    assert run.info.status == "FINISHED"
+    metrics = run.data.metrics
+    hashed = [k for k in metrics if k.startswith("m" * 100) and k.endswith(".kieval.aligned")]
+    assert len(hashed) == 1 and metrics[hashed[0]] == metrics["weak.kieval.aligned"]
+    assert all(len(k) <= 250 for k in metrics)
+    report = json.loads(render_report(result, DecisionOptions(resamples=0)).text)
+    report["comparators"] = {"a/../b": "date:dmy", "a/_/b": "number", "./c": "alnum", "x" * 300: "casefold"}
+    params = run_params(report)
+    assert params["comparators.a/_/b"] == "date:dmy" and params["comparators.a/_/b-2"] == "number"
+    assert params["comparators../c"] == "alnum" and all(len(k) <= 250 for k in params)
+
+
+def test_a_failed_log_marks_the_run_failed_and_names_the_cause(store, monkeypatch):
+    from mlflow.exceptions import MlflowException
+    from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
+
+    def refuse(self, run_id, metrics=(), params=(), tags=()):
+        raise MlflowException("Invalid value 'x' for parameter 'key'", error_code=INVALID_PARAMETER_VALUE)
+
+    monkeypatch.setattr(MlflowClient, "log_batch", refuse)
+    with pytest.raises(KievalOptionError) as info:
+        log_mlflow(evaluate(GT, WEAK), tracking_uri=store)
+    said = f"MLflow at {store} refused the run's data: Invalid value 'x' for parameter 'key'"
+    assert str(info.value) == said  # not a hint about writable stores
+    monkeypatch.undo()
+    client = MlflowClient(tracking_uri=store)
+    (run,) = client.search_runs([client.get_experiment_by_name("kieval").experiment_id])
+    assert run.info.status == "FAILED"

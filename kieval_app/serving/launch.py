@@ -21,6 +21,9 @@ from .tuning import ALLOCATOR_ENV
 OPEN_RUN = "KIEVAL_OPEN_RUN"
 #: Environment variable naming the directory of page images (``kieval dashboard --images``).
 IMAGES_DIR = "KIEVAL_IMAGES_DIR"
+#: Environment variable set to 1 by ``kieval dashboard --delete-any-run``: every session may
+#: delete every saved run (by default a session deletes only the runs it saved).
+DELETE_ANY_RUN = "KIEVAL_DELETE_ANY_RUN"
 
 
 def command(port: int, host: str, server_options: Sequence[str] = ()) -> list[str]:
@@ -45,10 +48,12 @@ def command(port: int, host: str, server_options: Sequence[str] = ()) -> list[st
 
 
 def launch(port: int, host: str, server_options: Sequence[str] = (), run: Path | None = None,
-           limits: Mapping[str, str] | None = None, images: Path | None = None) -> NoReturn:
+           limits: Mapping[str, str] | None = None, images: Path | None = None,
+           delete_any_run: bool = False) -> NoReturn:
     """Become the dashboard server; ``run`` opens a saved run; ``limits`` are the
     ``KIEVAL_...`` variables of its limits (:mod:`kieval_core.limits`); ``images`` is a
-    directory of page images shown with every evaluation. The server allocates memory as
+    directory of page images shown with every evaluation; ``delete_any_run`` lets every
+    session delete every saved run (:data:`DELETE_ANY_RUN`). The server allocates memory as
     :data:`ALLOCATOR_ENV` says, unless the environment sets those variables.
 
     The process is replaced rather than given a child, so whatever stops ``kieval
@@ -60,6 +65,8 @@ def launch(port: int, host: str, server_options: Sequence[str] = (), run: Path |
         env[OPEN_RUN] = str(Path(run).resolve())
     if images is not None:
         env[IMAGES_DIR] = str(Path(images).resolve())
+    if delete_any_run:
+        env[DELETE_ANY_RUN] = "1"
     os.chdir(app_root())
     line = command(port, host, server_options)
     os.execve(line[0], line, env)

@@ -396,6 +396,11 @@ class Store:
             self._evict()
         self._cancel_unwanted()
 
+    def held_keys(self, session: str) -> set[Hashable]:
+        """The keys a session holds (see :meth:`hold`)."""
+        with self._lock:
+            return set(self._holders.get(session, ()))
+
     def release_session(self, session: str) -> None:
         """A session ended: what only it held becomes idle (and may be evicted)."""
         with self._lock:

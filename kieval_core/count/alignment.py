@@ -8,7 +8,7 @@ which (the engine's own pairing, so the view and the counts never disagree).
   predicted value it was matched or substituted with, an added GT value or a deleted
   prediction alone;
 * :func:`differences`: where a substituted value differs from the GT, character by
-  character.
+  character (the first :data:`DIFF_CHARS` of each).
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from rapidfuzz.distance import Levenshtein
 from ..read.locations import LOCATION_COLUMNS, has_locations
 from .engine import Counted
 
+#: Characters of each value the character diff (:func:`differences`) aligns.
+DIFF_CHARS = 2_000
 _PAIR_KEYS = ["group_type", "gt_group", "pred_group"]
 
 
@@ -201,8 +203,17 @@ def differences(gt: str, pred: str) -> list[tuple[str, str, str]]:
     ``(tag, gt part, predicted part)`` with tag ``equal``, ``replace``, ``delete`` (in the
     GT only) or ``insert`` (in the prediction only), from the Levenshtein alignment.
 
+    The alignment covers the first :data:`DIFF_CHARS` characters of each value (its cost
+    grows with the product of the lengths); the rest of a longer value follows as one
+    ``("beyond", gt rest, predicted rest)``, not compared.
+
     >>> differences("L/RA 458", "L/RA458")
     [('equal', 'L/RA', 'L/RA'), ('delete', ' ', ''), ('equal', '458', '458')]
+    >>> differences("ab" * 1_500, "ab" * 1_100)[-1][0]
+    'beyond'
     """
-    return [(op.tag, gt[op.src_start:op.src_end], pred[op.dest_start:op.dest_end])
-            for op in Levenshtein.opcodes(gt, pred)]
+    parts = [(op.tag, gt[op.src_start:op.src_end], pred[op.dest_start:op.dest_end])
+             for op in Levenshtein.opcodes(gt[:DIFF_CHARS], pred[:DIFF_CHARS])]
+    if len(gt) > DIFF_CHARS or len(pred) > DIFF_CHARS:
+        parts.append(("beyond", gt[DIFF_CHARS:], pred[DIFF_CHARS:]))
+    return parts

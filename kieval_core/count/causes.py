@@ -23,10 +23,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from rapidfuzz.distance import Levenshtein
-from rapidfuzz.process import cpdist
 
 from .comparators import FORMAT_COMPARATORS, canonicalise
+from .similarity import near_misses
 
 #: Every cause, in the order of the ``cause`` categorical.
 CAUSES = ("format", "near_miss", "other_value", "misplaced", "hallucinated", "missed")
@@ -73,9 +72,7 @@ def substitution_cause_codes(gt_values: Sequence[str], pred_values: Sequence[str
     causes[is_format] = FORMAT
     rest = np.flatnonzero(~is_format)
     if len(rest):
-        similarity = cpdist(list(gt_values[rest]), list(pred_values[rest]),
-                            scorer=Levenshtein.normalized_similarity, workers=1)
-        causes[rest[np.asarray(similarity) >= near_miss]] = NEAR_MISS
+        causes[rest[near_misses(gt_values[rest], pred_values[rest], near_miss)]] = NEAR_MISS
     return causes
 
 

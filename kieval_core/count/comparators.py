@@ -17,6 +17,10 @@ digits only), ``number`` and ``number:comma`` (decimal comma), ``date`` (= ``dat
 ``date:mdy``, ``date:ymd``, ``phone`` and ``phone:CC`` (E.164 by ``phonenumbers``; ``CC`` a
 region such as ``MY`` reads numbers written without their country code).
 
+Numbers and dates are read only in values of at most :data:`PARSED_CHARS` characters
+(a longer value is no number or date and is compared as it is), so a long value costs a
+length check, not a parse.
+
 Dates: numeric dates (``01/02/2019``, ``2019-02-01``, ``1.2.19``, an optional time after
 them) are read by this module; a four-digit first part is always year-month-day, the order
 settles the rest, and a reading with a month above 12 swaps day and month when that gives
@@ -105,6 +109,9 @@ DATE_ORDERS = ("date:dmy", "date:mdy", "date:ymd")
 #: The comparators a ``format`` substitution is tested with (SPEC 2c), in the order a
 #: suggestion prefers them when several make the same pairs equal.
 FORMAT_COMPARATORS = (*DATE_ORDERS, "number", "number:comma", "casefold", "alnum")
+#: The longest value read as a number or a date (``Wednesday, 25 September 2019 12:34:56 PM``
+#: has 42 characters).
+PARSED_CHARS = 100
 
 
 def comparator_name(name: str) -> str:
@@ -186,6 +193,8 @@ _NUMBER = {
 
 
 def _number(value: str, comparator: str) -> str | None:
+    if len(value) > PARSED_CHARS:
+        return None
     pattern, decimal = _NUMBER[comparator]
     m = pattern.match(value)
     if m is None or (m["open"] is None) != (m["close"] is None):
@@ -256,6 +265,8 @@ def _named_date(value: str, comparator: str) -> str | None:
 
 
 def _date(value: str, comparator: str) -> str | None:
+    if len(value) > PARSED_CHARS:
+        return None
     m = _NUMERIC_DATE.match(value)
     if m is not None:
         return _numeric_date(m, comparator)

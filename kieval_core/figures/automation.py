@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..result.tables import threshold_text
+from ..review.automation import threshold_text
 from .style import ACCURACY_COLOR, AUTOMATION_COLOR, LEGEND_ABOVE, NEUTRAL_COLOR, base_layout
 
 DOCUMENT_COLOR = "#009E73"
@@ -50,8 +50,8 @@ def _rank_axis(shown: pd.DataFrame) -> dict:
     ticks = np.unique(np.linspace(0, n - 1, min(n, 7)).round().astype(int))
     return {
         "tickvals": ticks.tolist(),
-        "ticktext": [threshold_text(float(shown["threshold"].iloc[t]), short=True) for t in ticks],
-        "title": "threshold τ (operating points)",
+        "ticktext": [f"τ {threshold_text(float(shown['threshold'].iloc[t]), short=True)}" for t in ticks],
+        "title": "threshold τ (in order; one step per operating point, not to scale)",
         "range": [-0.5, n - 0.5],
     }
 
@@ -79,6 +79,13 @@ def _mark_choice(fig: go.Figure, point: tuple[float, float] | None, target: floa
             annotation_text=f"target {target:.0%}",
             annotation_position=label,
         )
+
+
+def mark_point(fig: go.Figure, auto_rate: float, accuracy: float) -> None:
+    """Ring an operating point that is no point of the curve (per-field or per-slice
+    thresholds) on a trade-off chart."""
+    fig.add_scatter(x=[auto_rate], y=[accuracy], mode="markers", name="chosen point",
+                    marker={"size": 16, "color": "#333", "symbol": "circle-open", "line": {"width": 3}})
 
 
 def _marker_rank(shown: pd.DataFrame, tau: float | None) -> int | None:
@@ -266,11 +273,11 @@ def cost_figure(curve: pd.DataFrame, tau: float | None, minimum: float | None) -
             x=x,
             y=shown["cost_per_1000_documents"],
             mode="lines+markers",
-            name="cost per 1,000 documents",
+            name="seconds per 1,000 documents",
             line={"color": COST_COLOR, "width": 2.5, "shape": "hv"},
             marker={"size": 4},
             customdata=shown["threshold"],
-            hovertemplate="τ = %{customdata:.4f}<br>cost per 1,000 documents %{y:,.0f}<extra></extra>",
+            hovertemplate="τ = %{customdata:.4f}<br>%{y:,.0f} s per 1,000 documents<extra></extra>",
         )
     )
     lines = ((tau, "chosen", "solid", "top"), (minimum, "cheapest", "dash", "bottom"))
@@ -290,7 +297,7 @@ def cost_figure(curve: pd.DataFrame, tau: float | None, minimum: float | None) -
     fig.update_layout(
         **base_layout(height=320, margin=RANK_MARGIN),
         xaxis=_rank_axis(shown),
-        yaxis={"title": "cost per 1,000 documents", "tickformat": ",", "rangemode": "tozero"},
+        yaxis={"title": "seconds per 1,000 documents", "tickformat": ",", "rangemode": "tozero"},
         showlegend=False,
         clickmode="event+select",
         dragmode=False,

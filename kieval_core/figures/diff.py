@@ -1,5 +1,7 @@
 """Substitutions shown character by character: where the prediction differs from the
-ground truth is highlighted on both sides, long values wrap.
+ground truth is highlighted on both sides, long values wrap; a very long value shows its
+first part (:data:`~kieval_core.count.alignment.DIFF_CHARS` characters) and says how much
+follows.
 
 The HTML is built from escaped text only (``html.escape`` on every value), so file
 content can never become markup.
@@ -34,6 +36,12 @@ def _marked(part: str, side: str) -> str:
     return f'<mark class="{side}">{shown}</mark>'
 
 
+def _not_compared(rest: str) -> str:
+    if not rest:
+        return ""
+    return f'<span class="kv-muted"> … {len(rest):,} more characters, not compared</span>'
+
+
 def diff_html(gt: str | None, pred: str | None) -> tuple[str, str]:
     """The two values as HTML, differing parts marked (escaped text only).
 
@@ -48,6 +56,10 @@ def diff_html(gt: str | None, pred: str | None) -> tuple[str, str]:
         )
     left, right = [], []
     for tag, a, b in differences(gt, pred):
+        if tag == "beyond":
+            left.append(_not_compared(a))
+            right.append(_not_compared(b))
+            continue
         if tag == "equal":
             left.append(html.escape(a))
             right.append(html.escape(b))

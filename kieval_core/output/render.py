@@ -24,7 +24,8 @@ from ..result.inputs import model_row
 from ..result.registry import metrics_of
 from ..result.results import EvaluationResult, ModelResult
 from ..result.suggest import ranking
-from ..result.tables import cell_text, threshold_text
+from ..result.tables import cell_text
+from ..review.automation import threshold_text
 from ..review.decisions import DecisionOptions, automation_section
 from ..review.label_fixes import fix_records
 from ..review.suspects import suspect_records
@@ -201,7 +202,7 @@ def with_rule_figures(report: dict, result: EvaluationResult, name: str) -> dict
         out[key] = value
         if key == "kieval":
             value["rank"] = figures.active[name].rank
-            out["kieval_strict"] = figures.strict[name].report()
+            out["kieval_strict"] = figures.strict[name].report() if name in figures.strict else None
             if figures.suggested is not None:
                 out["kieval_suggested"] = figures.suggested[name].report()
     return out
@@ -286,6 +287,8 @@ def value_at(report_model: dict, key: str) -> Any:
 #: model's report.
 PREDICTION_ROWS = {
     "Recommended τ": "automation.recommended.threshold",
+    "Assured τ": "automation.assured.threshold",
+    "Lower bound at assured τ": "automation.assured.lower_bound",
     "Automation at τ": "automation.recommended.auto_rate",
     "Reviews / 1,000 docs at τ": "automation.recommended.reviews_per_1000_documents",
     "Straight-through at τ": "automation.recommended.straight_through_rate",
@@ -303,8 +306,9 @@ DECISION_ROWS = {**PREDICTION_ROWS, **DOCUMENT_REVIEW_ROWS}
 #: Summary rows shown as whole numbers (per 1,000 documents).
 WHOLE_ROWS = frozenset({"Reviews / 1,000 docs at τ", "Cost / 1,000 docs at min",
                         "Whole-doc cost/1,000 at min"})
-#: Summary rows that hold a threshold (written by :func:`~kieval_core.result.tables.threshold_text`).
-THRESHOLD_ROWS = frozenset({"Recommended τ", "Minimum-cost τ", "Whole-doc τ", "Whole-doc min-cost τ"})
+#: Summary rows that hold a threshold (written by :func:`~kieval_core.review.automation.threshold_text`).
+THRESHOLD_ROWS = frozenset({"Recommended τ", "Assured τ", "Minimum-cost τ", "Whole-doc τ",
+                            "Whole-doc min-cost τ"})
 
 
 def summary_frame(result: EvaluationResult, report: dict) -> pd.DataFrame:
@@ -328,23 +332,33 @@ def summary_frame(result: EvaluationResult, report: dict) -> pd.DataFrame:
         automation = figures["automation"]
         row["Confidences"] = automation["confidence_source"]
         for label, key in shown.items():
-            row[label] = value_at(figures, key)
-            recommended = key.rpartition(".recommended.")[0]
-            if automation["reason"]:
-                row[label] = "no confidences"
-            elif recommended and not value_at(figures, f"{recommended}.recommended.reachable"):
-                row[label] = "not reachable"
+            row[label] = _decision_cell(figures, key)
         rows.append(row)
     return pd.DataFrame(rows)
 
 
+def _decision_cell(figures: dict, key: str) -> Any:
+    """A decision row's value in one model's report, or why it has none."""
+    if figures["automation"]["reason"]:
+        return "no confidences"
+    section, _, _ = key.rpartition(".")
+    if section == "automation.assured":
+        if figures["automation"]["assured"] is None:
+            return "n/a (--bootstrap 0)"
+        if value_at(figures, f"{section}.point_threshold") is None:
+            return "not reachable"
+        return value_at(figures, key) if value_at(figures, f"{section}.reachable") else "not assured"
+    recommended = key.rpartition(".recommended.")[0]
+    if recommended and not value_at(figures, f"{recommended}.recommended.reachable"):
+        return "not reachable"
+    return value_at(figures, key)
 def ranked_rows(figures, name: str) -> dict[str, str]:
     """The summary's KIEval_Aligned strictly, under the rules in force (when they are not
     strict) and under the suggested rules (when they differ), each with the model's rank."""
     def text(figure) -> str:
         return f"{figure.aligned:.4f} (#{figure.rank})"
 
-    rows = {"KIEval_Aligned strict (rank)": text(figures.strict[name])}
+    rows = {"KIEval_Aligned strict (rank)": text(figures.strict[name]) if name in figures.strict else "n/a"}
     if figures.active_comparators:
         rows["KIEval_Aligned by the rules (rank)"] = text(figures.active[name])
     if figures.suggested is not None:
@@ -396,6 +410,8 @@ def decision_notes(report: dict) -> list[str]:
              f"(--target-accuracy); cost {cost['per_review']:g} per review, {cost['per_document']:g} per "
              f"opened document, {escaped_text} (--cost)"]
     policies = {"recommended": "single predictions", "document_review.recommended": "whole documents"}
+    lines.extend(missing_confidence_lines(report))
+    lines.extend(assurance_lines(report))
     for name, automation in sections.items():
         for key, policy in policies.items():
             recommended = value_at(automation, key)
@@ -404,6 +420,68 @@ def decision_notes(report: dict) -> list[str]:
             best = recommended["best_reachable"]
             lines.append(f"{name}: {recommended['target']:g} is not reachable with automation, reviewing "
                          f"{policy} (best {cell_text(best)}: only reviewing everything gets there)")
+    return lines
+
+
+#: What a prediction without confidence becomes, per policy, in the summary's words.
+_MISSING_TEXT = {"review": "never automated, reviewed at every τ", "automate": "automated (count as 1.0)"}
+
+
+def missing_confidence_lines(report: dict) -> list[str]:
+    """Per model some of whose predictions carry no confidence: the policy applied to them
+    and, per field, how many they are (SPEC 4c)."""
+    lines = []
+    for name, figures in report["models"].items():
+        automation = figures["automation"]
+        fields = [f for f in automation["confidence_by_field"] or [] if f["without_confidence"]]
+        if not fields or automation["reason"]:
+            continue
+        shares = ", ".join(f"{f['entity_type']} {f['share_without_confidence']:.0%} "
+                           f"({f['without_confidence']:,} of {f['predictions']:,})" for f in fields)
+        lines.append(f"{name}: predictions without a confidence are "
+                     f"{_MISSING_TEXT[automation['missing_confidence']]} (--missing-confidence): {shares}")
+    return lines
+
+
+def assurance_lines(report: dict) -> list[str]:
+    """Per model whose target is reachable on the point estimate but not on the lower
+    bound: how many documents like these would assure it (SPEC 4d)."""
+    lines = []
+    for name, figures in report["models"].items():
+        assured = figures["automation"]["assured"]
+        if not assured or assured["reachable"] or assured["point_threshold"] is None:
+            continue
+        said = (f"{name}: τ {threshold_text(assured['point_threshold'])} reaches {assured['target']:g} on "
+                f"these {assured['documents']:,} documents, but no τ with automation has its "
+                f"{assured['assurance']:.0%} lower bound there (--assurance)")
+        needed = assured["documents_needed"]
+        lines.append(said + (f"; about {needed:,} documents like these would assure "
+                             f"τ {threshold_text(assured['best_threshold'])}" if needed else ""))
+    return lines
+
+
+def per_field_lines(report: dict) -> list[str]:
+    """The per-field plan of each model with confidences (``--per-field-thresholds``): per
+    field its τ (or "reviewed whole"), its accuracy after review against its floor, and the
+    straight-through rate it costs; the fields that cannot reach their floor are named."""
+    lines = []
+    for name, figures in report["models"].items():
+        plan = figures["automation"]["per_field"]
+        if plan is None:
+            continue
+        reach = "reaches" if plan["reachable"] else "does not reach"
+        lines.append(f"{name}: one τ per field {reach} {plan['target']:g} overall ({plan['reviews'] or 0:,} "
+                     "reviews); per field, accuracy after review against its floor (--field-floor):")
+        for row in plan["table"]:
+            tau = ("reviewed whole" if row["review"] == "all" else f"τ {threshold_text(row['threshold'])}")
+            mark = "" if row["meets_floor"] else " BELOW FLOOR"
+            lines.append(f"  {row['entity_type']}: {tau}, {cell_text(row['kieval_aligned'])} (floor "
+                         f"{row['floor']:g}){mark}, {row['share_without_confidence'] or 0:.0%} without a "
+                         f"confidence, +{row['straight_through_gain']:.1%} straight through if always "
+                         "automated")
+        if plan["floor_unreachable"]:
+            lines.append(f"  cannot reach their floor with any automation, reviewed whole: "
+                         f"{', '.join(plan['floor_unreachable'])}")
     return lines
 
 

@@ -81,13 +81,23 @@ def _info(path: Path) -> RunInfo:
 
 
 def list_runs(root: str | Path | None = None) -> list[RunInfo]:
-    """The saved runs under ``root`` (default :func:`default_runs_dir`), newest first."""
+    """The saved runs under ``root`` (default :func:`default_runs_dir`), newest first; a
+    symbolic link is no run of the directory (:func:`linked_entries` names them)."""
     root = Path(root) if root is not None else default_runs_dir()
     if not root.is_dir():
         return []
     runs = [_info(p) for p in root.iterdir()
-            if not p.name.startswith(".") and p.is_dir() and is_saved_run(p)]
+            if not p.name.startswith(".") and not p.is_symlink() and p.is_dir() and is_saved_run(p)]
     return sorted(runs, key=lambda r: (-r.saved, r.id))
+
+
+def linked_entries(root: str | Path | None = None) -> list[str]:
+    """The names of the symbolic links in the runs directory: never listed, removed or
+    followed (a link can point anywhere)."""
+    root = Path(root) if root is not None else default_runs_dir()
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if not p.name.startswith(".") and p.is_symlink())
 
 
 def remove_run(run_id: str, root: str | Path | None = None) -> RunInfo:
@@ -95,6 +105,8 @@ def remove_run(run_id: str, root: str | Path | None = None) -> RunInfo:
     _check_id(run_id)
     root = Path(root) if root is not None else default_runs_dir()
     path = root / run_id
+    if path.is_symlink():
+        raise KievalInputError(run_id, None, "a symbolic link, not a saved run of the directory: not removed")
     if not (path.is_dir() and is_saved_run(path)):
         raise KievalInputError(str(path), None, "no saved run of that id (`kieval runs list` shows them)")
     info = _info(path)
@@ -108,11 +120,22 @@ def remove_run(run_id: str, root: str | Path | None = None) -> RunInfo:
     return info
 
 
+@dataclass(frozen=True)
+class Pruned:
+    """What :func:`prune_runs` did: the runs removed (or that would be), those whose removal
+    failed with the reason, the symbolic links left alone."""
+
+    removed: list[RunInfo]
+    failed: list[tuple[str, str]]
+    linked: list[str]
+
+
 def prune_runs(root: str | Path | None = None, older_than_days: float | None = None,
-               max_total_mb: float | None = None, dry_run: bool = False) -> list[RunInfo]:
+               max_total_mb: float | None = None, dry_run: bool = False) -> Pruned:
     """Remove the runs older than ``older_than_days``, then the oldest until the rest take
-    at most ``max_total_mb`` MiB; also staging directories left by killed saves. Returns
-    the runs removed (or that would be, with ``dry_run``)."""
+    at most ``max_total_mb`` MiB; also staging directories left by killed saves. A run that
+    cannot be removed (being saved again, a file the process may not delete) is reported
+    and the others are still removed."""
     for value, option in ((older_than_days, "--older-than"), (max_total_mb, "--max-total-mb")):
         if value is not None and not value >= 0:
             msg = f"{option} must be >= 0, got {value}"
@@ -128,18 +151,20 @@ def prune_runs(root: str | Path | None = None, older_than_days: float | None = N
                 break
             doomed.append(run)
             total -= run.bytes
-    removed = []
+    removed, failed = [], []
     for run in doomed:
         if dry_run:
             removed.append(run)
             continue
         try:
             removed.append(remove_run(run.id, root))
-        except KievalOptionError:  # being saved again right now: it stays
-            continue
+        except (KievalInputError, KievalOptionError) as exc:  # e.g. being saved again right now
+            failed.append((run.id, getattr(exc, "problem", str(exc))))
+        except OSError as exc:
+            failed.append((run.id, exc.strerror or type(exc).__name__))
     if not dry_run:
         _remove_stale_staging(root)
-    return removed
+    return Pruned(removed, failed, linked_entries(root))
 
 
 def _remove_stale_staging(root: Path) -> None:

@@ -16,13 +16,22 @@ What a run holds, all read from the JSON report so a tracked figure is the repor
   the dashboard's plotly figures with plotly.js inline, so the file opens offline). No
   PNG: plotly's static export needs kaleido and a Chrome, which the extra does not bring.
 
-MLflow is the optional extra ``pip install 'kieval-workbench[mlflow]'`` (``mlflow-skinny``);
-without it, one message says so. The tracking store is ``MLFLOW_TRACKING_URI``, else a
-local ``./mlruns`` file store. MLflow 3 refuses file stores unless
-``MLFLOW_ALLOW_FILE_STORE=true``; logging to one sets that for this process (mlflow-skinny
-has no database store to migrate to). MLflow's own usage telemetry is turned off
-(``MLFLOW_DISABLE_TELEMETRY=true`` unless set otherwise): logging sends nothing anywhere
-but to the store. A store that cannot be written gives one message naming it.
+MLflow is the optional extra ``pip install 'kieval-workbench[mlflow]'`` (``mlflow-skinny``,
+with SQLAlchemy and Alembic for a SQLite store); without it, one message says so. The
+tracking store is ``MLFLOW_TRACKING_URI``, else where MLflow itself logs by default
+(``mlflow.get_tracking_uri()``: from MLflow 3.7 on, ``sqlite:///mlflow.db`` in the working
+directory, or ``./mlruns`` when that already holds runs), so ``mlflow ui`` or ``mlflow
+server`` started there shows the runs. MLflow 3 refuses file stores unless
+``MLFLOW_ALLOW_FILE_STORE=true``; logging to one sets that for this process. MLflow's own
+usage telemetry is turned off (``MLFLOW_DISABLE_TELEMETRY=true`` unless set otherwise):
+logging sends nothing anywhere but to the store.
+
+Every name taken from a file (a model's name in the metric names, an entity type in the
+parameters) is made a valid MLflow name (:func:`mlflow_name`): other characters become
+``_``, path segments that would resolve elsewhere (``..``, ``.``, empty) are renamed, and a
+name too long is cut with a short hash of the whole, so one odd name never loses the others.
+A failure marks the run FAILED and its message names the cause (a store that cannot be
+written is named with how to choose another).
 """
 
 from __future__ import annotations
@@ -55,8 +64,12 @@ DEFAULT_EXPERIMENT = "kieval"
 #: The automation curve's columns logged as step metrics.
 CURVE_COLUMNS = ("threshold", "auto_rate", "kieval_aligned")
 _MAX_PARAM = 6000  # MLflow's longest parameter value
+_MAX_NAME = 250  # MLflow's longest metric or parameter name
+#: Longest model prefix of a metric name: the longest key after it still fits in _MAX_NAME.
+_MAX_PREFIX = 120
 _BATCH = 1000  # MLflow's most metrics per log_batch call
 _UNSAFE = re.compile(r"[^\w-]")
+_NOT_IN_NAMES = re.compile(r"[^\w.\- :/]")  # MLflow's names: letters, digits, _ - . space : /
 
 
 def _mlflow():
@@ -74,9 +87,32 @@ def _mlflow():
 
 
 def tracking_uri(uri: str | None = None) -> str:
-    """The tracking store: ``uri``, else ``MLFLOW_TRACKING_URI``, else ``./mlruns`` (as a
-    ``file:`` URI of this directory)."""
-    return uri or os.environ.get("MLFLOW_TRACKING_URI") or Path("mlruns").resolve().as_uri()
+    """The tracking store: ``uri``, else ``MLFLOW_TRACKING_URI``, else MLflow's own default
+    (``sqlite:///mlflow.db`` from MLflow 3.7 on; ``./mlruns`` when that holds runs already)."""
+    if uri or os.environ.get("MLFLOW_TRACKING_URI"):
+        return uri or os.environ["MLFLOW_TRACKING_URI"]
+    _mlflow()
+    import mlflow
+
+    return mlflow.get_tracking_uri()
+
+
+def mlflow_name(text: str, limit: int = _MAX_NAME) -> str:
+    """``text`` as a valid MLflow metric or parameter name: characters MLflow refuses become
+    ``_``; a path segment that would resolve to another name (``..``, ``.``, an empty one)
+    becomes ``_`` too; a name above ``limit`` characters keeps its start and ends with ``-``
+    and 8 hex digits of its SHA-256, so distinct names stay distinct.
+
+    >>> mlflow_name("comparators.a/../b"), mlflow_name("x" * 300)[-12:], len(mlflow_name("x" * 300))
+    ('comparators.a/_/b', 'xxx-0d4e2ca9', 250)
+    """
+    import hashlib
+
+    name = _NOT_IN_NAMES.sub("_", text)
+    name = "/".join(part if part not in ("", ".", "..") else "_" for part in name.split("/")) or "_"
+    if len(name) > limit:
+        name = f"{name[:limit - 9]}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
+    return name
 
 
 def is_file_store(uri: str) -> bool:
@@ -104,7 +140,7 @@ def model_prefixes(names: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     taken: set[str] = set()
     for name in names:
-        prefix = metric_name(name, "")[:-1]
+        prefix = mlflow_name(metric_name(name, "")[:-1], _MAX_PREFIX)
         base, k = prefix, 2
         while prefix in taken:
             prefix, k = f"{base}-{k}", k + 1
@@ -175,7 +211,20 @@ def run_params(report: Mapping[str, Any], options: Mapping[str, Any] | None = No
         _flat("decisions.cost", (figures.get("automation") or {}).get("cost"), params)  # the same for all
     if options:
         _flat("option", {k: v for k, v in options.items() if v not in (None, "", [], ())}, params)
-    return {k: v for k, v in params.items() if re.fullmatch(r"[\w.\- /:]+", k)}
+    return _unique_names(params)
+
+
+def _unique_names(params: Mapping[str, str]) -> dict[str, str]:
+    """The parameters under valid MLflow names (:func:`mlflow_name`), two names that become
+    one told apart by ``-2``, ``-3``..."""
+    out: dict[str, str] = {}
+    for key, value in params.items():
+        name = base = mlflow_name(key, _MAX_NAME - 4)
+        k = 2
+        while name in out:
+            name, k = f"{base}-{k}", k + 1
+        out[name] = value
+    return out
 
 
 def charts_html(result: EvaluationResult, report: Mapping[str, Any]) -> str:
@@ -221,6 +270,10 @@ class MlflowTarget:
             client = client_type(tracking_uri=uri)
             found = client.get_experiment_by_name(experiment)
             experiment_id = found.experiment_id if found is not None else client.create_experiment(experiment)
+        except ImportError as exc:  # a SQLite store without SQLAlchemy or Alembic
+            msg = (f"cannot log to MLflow at {uri}: its store needs {exc.name or 'a package'} "
+                   f"({INSTALL}), or set MLFLOW_TRACKING_URI to another store")
+            raise KievalOptionError(msg) from None
         except (mlflow_error, OSError) as exc:
             raise cannot_log(uri, exc) from None
         return cls(uri, experiment, experiment_id, client)
@@ -243,7 +296,8 @@ class MlflowTarget:
         for key, values in curve_values(figures).items():
             metrics += [Metric(key, v, now, step) for step, v in enumerate(values)]
         params = [Param(k, v) for k, v in run_params(figures, options).items()]
-        tags = {"kieval.version": __version__, "kieval.ground_truth": str(figures["ground_truth"]["source"])}
+        tags = {"kieval.version": __version__,
+                "kieval.ground_truth": str(figures["ground_truth"]["source"])[:_MAX_PARAM]}
         run_id = None
         try:
             run = self.client.create_run(self.experiment_id, run_name=run_name or "kieval evaluate",
@@ -282,12 +336,15 @@ class MlflowTarget:
 
 
 def cannot_log(uri: str, exc: BaseException) -> KievalOptionError:
-    """One line for a store that cannot be reached or written."""
+    """One line naming the cause: MLflow's refusal of a value as it is, or a store that
+    cannot be reached or written with how to choose another."""
     reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if len(reason) > 300:
         reason = reason[:299] + "…"
+    if getattr(exc, "error_code", None) == "INVALID_PARAMETER_VALUE":
+        return KievalOptionError(f"MLflow at {uri} refused the run's data: {reason}")
     msg = (f"cannot log to MLflow at {uri}: {reason} (set MLFLOW_TRACKING_URI to a store you can write, "
-           "or run where ./mlruns can be created)")
+           "or run where the default store can be created)")
     return KievalOptionError(msg)
 
 

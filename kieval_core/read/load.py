@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..exceptions import KievalInputError
 from .dataset import Dataset
-from .formats import IGNORED_FILES, MAX_FILES, LoadOptions, load_bytes, load_files
+from .formats import IGNORED_FILES, MAX_FILES, LoadOptions, check_scoring_cost, load_bytes, load_files
 from .shards import is_sharded, load_shards
 
 
@@ -30,7 +30,7 @@ def load(path: str | Path, options: LoadOptions = LoadOptions(), name: str | Non
     >>> ds = load("sample_data/cord_v2_gt.jsonl")  # doctest: +SKIP
     """
     if is_sharded(path, options):
-        return load_shards(path, options, name)
+        return check_scoring_cost(load_shards(path, options, name), options.limits)
     path = Path(path)
     source = str(path)
     name = name or (path.name if path.is_dir() else path.stem)

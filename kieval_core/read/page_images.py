@@ -17,6 +17,7 @@ are shown), a name that is no document of the ground truth (:func:`unknown_docum
 from __future__ import annotations
 
 import io
+import os
 import warnings
 import zipfile
 from collections.abc import Iterable, Mapping
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from ..exceptions import KievalInputError
-from ..limits import Limits
+from ..limits import LimitExceeded, Limits
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".tif", ".tiff")
 PDF_SUFFIX = ".pdf"
@@ -47,15 +48,20 @@ class ImageLimits:
         Pages rendered of one PDF (``pdf_pages``, default 50).
     max_bytes : int
         All images together (a zip once uncompressed: ``uncompressed_mb``).
+    max_total_pixels : int
+        Every page of one set together (``images_pixels``, default 400 million), from the
+        headers: a set above it is refused before any page is decoded.
     """
 
     max_pixels: int = 50_000_000
     max_pages: int = 50
     max_bytes: int = 1 << 30
+    max_total_pixels: int = 400_000_000
 
     @classmethod
     def of(cls, limits: Limits) -> ImageLimits:
-        return cls(int(limits.image_pixels), int(limits.pdf_pages), limits.uncompressed_bytes)
+        return cls(int(limits.image_pixels), int(limits.pdf_pages), limits.uncompressed_bytes,
+                   int(limits.images_pixels))
 
 
 @dataclass(frozen=True)
@@ -120,15 +126,37 @@ def read_image(data: bytes, source: str, limits: ImageLimits) -> Page:
             width, height = image.size
             if width * height > limits.max_pixels:
                 raise KievalInputError(source, None, _too_large(width, height, limits))
-            image.load()
-            if getattr(image, "n_frames", 1) > 1:
-                image.seek(0)
+            image.load()  # the first frame of a multi-frame TIFF: never count its frames
             return _shown(image, limits)
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
         msg = f"refused as a decompression bomb (above Pillow's pixel limit of {Image.MAX_IMAGE_PIXELS:,})"
         raise KievalInputError(source, None, msg) from None
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         raise KievalInputError(source, None, f"not a readable image ({exc})") from None
+
+
+def page_pixels(data: bytes, kind: str, limits: ImageLimits) -> int:
+    """Pixels a file will decode, from its header alone (an image's first frame, the
+    pages of a PDF that are rendered); 0 for a file that cannot be read (reading it says why)."""
+    try:
+        if kind == "pdf":
+            import pypdfium2 as pdfium
+
+            document = pdfium.PdfDocument(data)
+            try:
+                scale = PDF_DPI / 72
+                sizes = (document.get_page_size(i) for i in range(min(len(document), limits.max_pages)))
+                return sum(round(w * scale) * round(h * scale) for w, h in sizes)
+            finally:
+                document.close()
+        from PIL import Image
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            width, height = Image.open(io.BytesIO(data)).size
+        return width * height
+    except Exception:  # noqa: BLE001 - any unreadable file: read_image/read_pdf name it
+        return 0
 
 
 def _too_large(width: int, height: int, limits: ImageLimits) -> str:
@@ -181,30 +209,93 @@ def _document_and_page(name: str) -> tuple[str, int | None, str] | None:
 
 def read_page_images(files: Mapping[str, bytes], source: str, limits: ImageLimits = ImageLimits()
                      ) -> PageImages:
-    """Pages of every document from ``{relative path: bytes}``; one message per file not used."""
-    found: dict[str, dict[int, Page]] = {}
+    """Pages of every document from ``{relative path: bytes}``; one message per file not used.
+
+    Every page's pixels are read from the headers first: a set above
+    :attr:`ImageLimits.max_total_pixels` is refused (:class:`LimitExceeded`) before any
+    page is decoded. A name with a ``..`` or absolute part is not read; two files standing
+    for the same page are named, the first by name is used.
+    """
     problems: list[str] = []
-    for name in sorted(files):
-        parsed = _document_and_page(name)
-        if parsed is None:
+    pages_of = _pages_of(files, source, problems)
+    chosen = [named[0] for named in pages_of.values()]
+    total = sum(page_pixels(files[name], kind, limits) for name, kind in chosen)
+    if total > limits.max_total_pixels:
+        measured = f"{total:,} pixels in {len(chosen):,} page image file(s)"
+        raise LimitExceeded(source, "images_pixels", measured, limits.max_total_pixels)
+    found: dict[str, dict[int, Page]] = {}
+    taken: dict[tuple[str, int], str] = {}  # the file each page is shown from
+    given: dict[str, tuple[int, ...]] = {}  # the pages each file read gave
+    for name, kind in sorted(chosen):
+        doc_id = _document_and_page(name)[0]
+        read = _read_file(files[name], name, kind, source, limits, problems)
+        if read is None:
             continue
-        doc_id, number, kind = parsed
-        where = f"{source}/{name}" if source else name
-        try:
-            if kind == "pdf":
-                pdf_pages, note = read_pdf(files[name], where, limits)
-                if note:
-                    problems.append(note)
-                found.setdefault(doc_id, {}).update({i + 1: p for i, p in enumerate(pdf_pages)})
-            else:
-                found.setdefault(doc_id, {})[number or 1] = read_image(files[name], where, limits)
-        except KievalInputError as exc:
-            problems.append(f"{exc}; document {doc_id!r} is shown without it")
+        given[name] = tuple(read)
+        for page, image in read.items():
+            if taken.setdefault((doc_id, page), name) == name:
+                found.setdefault(doc_id, {})[page] = image
+    problems += _collisions(pages_of, given, taken, source)
     pages = {doc_id: _in_order(doc_id, by_number, source, problems) for doc_id, by_number in found.items()}
     if not pages and not problems:
         problems.append(f"{source}: no page image (expected DOC_ID.png, .jpg, .jpeg, .webp, .tif, "
                         "DOC_ID/PAGE.png or DOC_ID.pdf)")
     return PageImages(source, {d: p for d, p in pages.items() if p}, tuple(problems))
+
+
+def _pages_of(files: Mapping[str, bytes], source: str, problems: list[str]
+              ) -> dict[tuple[str, int | None], list[tuple[str, str]]]:
+    """The files standing for each page, ``(doc_id, page)`` (page None: a PDF's pages), in
+    name order, as ``(name, kind)``; names that climb out are said in ``problems``."""
+    pages_of: dict[tuple[str, int | None], list[tuple[str, str]]] = {}
+    for name in sorted(files):
+        parsed = _document_and_page(name)
+        if parsed is None:
+            continue
+        if _escapes(name):
+            problems.append(f"{source}: {name!r} is not read (a name with '..' or an absolute path)")
+            continue
+        doc_id, number, kind = parsed
+        pages_of.setdefault((doc_id, number or (None if kind == "pdf" else 1)), []).append((name, kind))
+    return pages_of
+
+
+def _read_file(data: bytes, name: str, kind: str, source: str, limits: ImageLimits,
+               problems: list[str]) -> dict[int, Page] | None:
+    """The pages one file gives by number, or None (said in ``problems``) when it cannot be used."""
+    doc_id = _document_and_page(name)[0]
+    where = f"{source}/{name}" if source else name
+    try:
+        if kind == "pdf":
+            pdf_pages, note = read_pdf(data, where, limits)
+            if note:
+                problems.append(note)
+            return {i + 1: p for i, p in enumerate(pdf_pages)}
+        return {_document_and_page(name)[1] or 1: read_image(data, where, limits)}
+    except KievalInputError as exc:
+        problems.append(f"{exc}; document {doc_id!r} is shown without it")
+        return None
+
+
+def _escapes(name: str) -> bool:
+    """Whether a member name climbs out of its archive or directory (``..``, ``/x``, ``C:``)."""
+    path = PurePosixPath(name.replace("\\", "/"))
+    return path.is_absolute() or ".." in path.parts or (len(name) > 1 and name[1] == ":")
+
+
+def _collisions(pages_of: Mapping[tuple[str, int | None], list[tuple[str, str]]],
+                given: Mapping[str, tuple[int, ...]], taken: Mapping[tuple[str, int], str],
+                source: str) -> list[str]:
+    """One message per page that more than one file stands for: the files and the one used.
+    A file not read because another had its name gives the pages that other one gave."""
+    by_page: dict[tuple[str, int], list[str]] = {}
+    for (doc_id, _), named in pages_of.items():
+        pages = given.get(named[0][0], ())
+        for name, _ in named:
+            for page in pages:
+                by_page.setdefault((doc_id, page), []).append(name)
+    return [f"{source}: {doc_id} page {n} comes from {len(names)} files ({', '.join(sorted(names))}); "
+            f"using {taken[doc_id, n]}" for (doc_id, n), names in sorted(by_page.items()) if len(names) > 1]
 
 
 def _in_order(doc_id: str, by_number: Mapping[int, Page], source: str,
@@ -246,14 +337,53 @@ def image_files(data: bytes, name: str, limits: ImageLimits) -> dict[str, bytes]
         raise KievalInputError(name, None, f"not a readable zip archive ({exc})") from None
 
 
-def directory_files(directory: str | Path, limits: ImageLimits) -> dict[str, bytes]:
-    """The files of a directory of page images (one level of ``DOC_ID/`` folders)."""
+def directory_files(directory: str | Path, limits: ImageLimits) -> tuple[dict[str, bytes], list[str]]:
+    """The files of a directory of page images (one level of ``DOC_ID/`` folders) and one
+    message per entry not read. Only regular files inside the directory are read: a
+    symbolic link (to a file or a folder, inside or out) is named and not followed, and
+    each file is read with a cap (what is left of :attr:`ImageLimits.max_bytes`), whatever
+    size it says it has. A file that cannot be read is one message; the others are kept."""
     root = Path(directory)
     if not root.is_dir():
         raise KievalInputError(str(root), None, "no such directory")
-    paths = [p for pattern in ("*", "*/*") for p in sorted(root.glob(pattern)) if p.is_file()]
-    _check_total(sum(p.stat().st_size for p in paths), str(root), limits)
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in paths}
+    files: dict[str, bytes] = {}
+    problems: list[str] = []
+    left = limits.max_bytes
+    for path, name in _regular_files(root, problems):
+        try:
+            with open(path, "rb", buffering=0) as handle:
+                content = handle.read(left + 1)
+        except OSError as exc:
+            problems.append(f"{root.name}/{name}: not read ({exc.strerror or type(exc).__name__})")
+            continue
+        left -= len(content)
+        if left < 0:
+            _check_total(limits.max_bytes + 1, str(root), limits)
+        files[name] = content
+    return files, problems
+
+
+def _regular_files(root: Path, problems: list[str]) -> list[tuple[Path, str]]:
+    """``(path, name relative to root)`` of the regular files of ``root`` and of its
+    folders (one level), in name order; symbolic links named in ``problems``."""
+    found = []
+    for entry in sorted(os.scandir(root), key=lambda e: e.name):
+        if entry.is_symlink():
+            problems.append(f"{root.name}/{entry.name}: a symbolic link, not followed")
+        elif entry.is_dir(follow_symlinks=False):
+            try:
+                inner = sorted(os.scandir(entry.path), key=lambda e: e.name)
+            except OSError as exc:
+                problems.append(f"{root.name}/{entry.name}: not read ({exc.strerror or type(exc).__name__})")
+                continue
+            for child in inner:
+                if child.is_symlink():
+                    problems.append(f"{root.name}/{entry.name}/{child.name}: a symbolic link, not followed")
+                elif child.is_file(follow_symlinks=False):
+                    found.append((Path(child.path), f"{entry.name}/{child.name}"))
+        elif entry.is_file(follow_symlinks=False):
+            found.append((Path(entry.path), entry.name))
+    return found
 
 
 def _check_total(size: int, source: str, limits: ImageLimits) -> None:

@@ -30,9 +30,9 @@ MIN_MODELS = 3
 
 #: What a prediction without confidence means for review, per policy (SPEC 4c).
 _POLICY_TEXT = {"automate": "count them as 1.0: automated, reviewed only when everything is "
-                            "(--missing-confidence review counts them as 0.0)",
-                "review": "count them as 0.0: reviewed at every threshold above 0 "
-                          "(--missing-confidence review)"}
+                            "(--missing-confidence automate)",
+                "review": "never automate them: reviewed at every threshold, 0 included "
+                          "(--missing-confidence automate counts them as 1.0)"}
 
 
 def missing_confidence_warning(review: ReviewModel, policy: str) -> str | None:
@@ -98,10 +98,10 @@ def consensus_review(model: ModelResult, confidence: np.ndarray, only_own: bool 
     return ReviewModel.from_counted(counted, confidence, has)
 
 
-def with_confidence_sources(result: EvaluationResult, missing: str = "automate",
+def with_confidence_sources(result: EvaluationResult, missing: str = "review",
                             source: str = "model") -> EvaluationResult:
-    """The result reviewed under a missing-confidence policy (``automate``: a prediction
-    without confidence counts as 1.0; ``review``: as 0.0) and with confidences from
+    """The result reviewed under a missing-confidence policy (``review``: a prediction
+    without confidence is never automated; ``automate``: it counts as 1.0) and with confidences from
     ``source``: ``model`` (their own) or ``consensus`` (for every model without any
     confidence; models with their own keep them and are compared with consensus in
     calibration). Whatever was used instead of what was asked, and why, is added to the

@@ -68,7 +68,7 @@ class ModelResult:
     format: str = ""
     notes: tuple[str, ...] = ()
     partition_error_list: pd.DataFrame | None = field(default=None, repr=False)
-    missing_confidence: str = "automate"
+    missing_confidence: str = "review"
     consensus_of: int = 0
     consensus: ReviewModel | None = field(default=None, repr=False)
 

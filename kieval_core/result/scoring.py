@@ -20,7 +20,7 @@ from ..count.peer_families import PeerFigures, PeerOptions
 from ..exceptions import KievalOptionError, NoCommonDocuments
 from ..read.dataset import Dataset, DatasetSummary
 from ..read.doc_ids import id_mismatch
-from ..review.automation import ReviewModel
+from ..review.automation import DEFAULT_MISSING, ReviewModel
 from ..rules import FieldRules
 from .consensus import missing_confidence_warning
 from .registry import PeerStep, compute_peer
@@ -154,7 +154,7 @@ def model_warnings(loaded: Sequence[str], missing: Sequence[str], unknown: Seque
     if unknown:
         warnings.append(f"{len(unknown)} predicted document(s) not in the ground truth, left out "
                         f"of the scores: {preview(unknown)}")
-    partial = missing_confidence_warning(review, "automate")
+    partial = missing_confidence_warning(review, DEFAULT_MISSING)
     return tuple(warnings + ([partial] if partial else []))
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import union_categoricals
 
 from ..count.causes import fixing_comparators
 from ..count.comparators import DATE_ORDERS, FORMAT_COMPARATORS, canonicalise, date_order
@@ -109,24 +110,47 @@ def rescored_aligned(result: EvaluationResult, name: str, comparators: Mapping[s
 
 def changed_documents(counted: Counted, before: Normalizer, after: Normalizer, types: list[str]) -> set[str]:
     """Documents in which ``after`` splits the values of one of ``types`` into equal ones
-    otherwise than ``before`` does (GT and predicted values together)."""
-    frame = pd.concat([f.loc[f["entity_type"].isin(types).to_numpy(), ["doc_id", "entity_type", "value"]]
-                       .astype(object) for f in (counted.gt_entities, counted.pred_entities)])
-    if frame.empty:
+    otherwise than ``before`` does (GT and predicted values together).
+
+    Each raw value is normalised once (``after``'s pass); ``before`` reads only the distinct
+    (normalised value, type) pairs, the normaliser being idempotent."""
+    frames = [f.loc[f["entity_type"].isin(types).to_numpy(), ["doc_id", "entity_type", "value"]]
+              for f in (counted.gt_entities, counted.pred_entities)]
+    if not sum(map(len, frames)):
         return set()
-    type_codes, type_names = pd.factorize(frame["entity_type"])
-    doc_codes, doc_names = pd.factorize(frame["doc_id"])
-    values = frame["value"].to_numpy(object)
-    keys = pd.DataFrame({
-        "part": doc_codes.astype(np.int64) * len(type_names) + type_codes,
-        "before": before.comparable_codes(values, list(type_names), type_codes)[2],
-        "after": after.comparable_codes(values, list(type_names), type_codes)[2],
-    })
+    doc_codes, doc_names = _joint_codes(frames, "doc_id")
+    type_codes, type_names = _joint_codes(frames, "entity_type")
+    values = np.concatenate([f["value"].to_numpy(object) for f in frames])
+    n_types = len(type_names)
+    norm_codes, normalised, after_codes, _, _ = after.comparable_codes(values, type_names, type_codes)
+    pairs, pair_of = np.unique(norm_codes * n_types + type_codes, return_inverse=True)
+    distinct = normalised[pairs // n_types]
+    before_codes = before.comparable_codes(distinct, type_names, pairs % n_types)[2][pair_of]
+    part = doc_codes * n_types + type_codes
+    meet = pd.factorize(before_codes * (int(after_codes.max()) + 1) + after_codes)[0].astype(np.int64)
     # two partitions of one set are equal when each has as many parts as their meet
-    distinct = keys.groupby("part").nunique()
-    meet = keys.drop_duplicates().groupby("part").size()
-    parts = distinct.index[(distinct["before"] != meet) | (distinct["after"] != meet)]
-    return set(doc_names[np.unique(parts.to_numpy() // len(type_names))])
+    n_parts = int(part.max()) + 1
+    counts = [_distinct_per_part(part, codes, n_parts) for codes in (before_codes, after_codes, meet)]
+    changed = np.flatnonzero((counts[0] != counts[2]) | (counts[1] != counts[2]))
+    return {doc_names[i] for i in np.unique(changed // n_types)}
+
+
+def _joint_codes(frames: list[pd.DataFrame], column: str) -> tuple[np.ndarray, list[str]]:
+    """Integer codes of ``column`` over the frames one after the other, and the names they
+    stand for (categoricals read by their codes, without comparing strings row by row)."""
+    columns = [f[column] for f in frames]
+    if all(isinstance(c.dtype, pd.CategoricalDtype) for c in columns):
+        joint = union_categoricals([c.array for c in columns])
+        return joint.codes.astype(np.int64), list(joint.categories)
+    codes, names = pd.factorize(np.concatenate([c.to_numpy(object) for c in columns]))
+    return codes.astype(np.int64), list(names)
+
+
+def _distinct_per_part(part: np.ndarray, codes: np.ndarray, n_parts: int) -> np.ndarray:
+    """How many distinct codes each part holds."""
+    width = int(codes.max(initial=0)) + 1
+    keys = pd.unique(part * width + codes)
+    return np.bincount(keys // width, minlength=n_parts)
 
 
 def option_name(comparator: str) -> str:
@@ -293,7 +317,7 @@ class RuleFigures:
         other, label, comparators = ((self.suggested, "the suggested rules", self.suggested_comparators)
                                      if self.suggested is not None else
                                      (self.active, "the rules in force", self.active_comparators))
-        if ranking(other) == ranking(self.strict):
+        if not self.strict or ranking(other) == ranking(self.strict):
             return None
         named = ", ".join(f"{t} as {c}" for t, c in comparators.items()
                           if self.strict_comparators.get(t) != c)
@@ -328,7 +352,9 @@ def rule_figures(result: EvaluationResult) -> RuleFigures:
     active_comparators = result.comparators
     own = {name: {k: int(m.tally.totals[k]) for k in _COUNT_KEYS} for name, m in result.models.items()}
     recountable = all(m.counted is not None for m in result.models.values())
-    strict = own if not active_comparators or not recountable else {
+    # without the engine's tables (a distributed run) the strict figures of a run with
+    # comparators cannot be counted here: none, rather than the active ones under its name
+    strict = own if not active_comparators else {} if not recountable else {
         name: counts_under(result, name, {}) for name in result.models}
     suggestions = suggested_rules(result) if recountable else FieldRules()
     suggested_comparators = {**active_comparators, **suggestions.comparators(result.entity_types)}

@@ -47,7 +47,7 @@ def rankings_table(result: EvaluationResult) -> pd.DataFrame:
     active) and under the suggested rules (when they differ from the active ones); rows in
     the order of the last of these rankings."""
     figures = result.rule_figures
-    sets = {"strict": figures.strict}
+    sets = {"strict": figures.strict} if figures.strict else {}  # none without the engine's tables
     if figures.active_comparators:
         sets["by the rules in force"] = figures.active
     if figures.suggested is not None:
@@ -134,31 +134,11 @@ def cell_text(value, whole: bool = False) -> str:
     return f"{value:,.0f}" if isinstance(value, (int, float)) else str(value)
 
 
-def threshold_text(tau: float | None, short: bool = False) -> str:
-    """A threshold τ for people. Curves end just above the largest confidence, where every
-    prediction is reviewed: above 1 that reads "> 1 (review all)" ("> 1" when ``short``),
-    and a τ just above a confidence that four decimals would round down reads "> 0.9993",
-    so nobody sets 0.9993 and gets another operating point.
-
-    >>> threshold_text(0.66754), threshold_text(0.6675), threshold_text(1.0000000000000002)
-    ('0.6675', '0.6675', '> 1 (review all)')
-    >>> threshold_text(0.9993000000000001), threshold_text(1.0000000000000002, short=True)
-    ('> 0.9993', '> 1')
-    >>> threshold_text(None)
-    'n/a'
-    """
-    if tau is None or tau != tau:
-        return "n/a"
-    if tau > 1.0:
-        return "> 1" if short else "> 1 (review all)"
-    text = f"{tau:.4f}"
-    return f"> {text}" if 0 < tau - float(text) < 1e-9 else text
-
-
 def confidence_text(confidence: float | None) -> str:
-    """A confidence for people, with the four decimals of :func:`threshold_text`; one below
-    1 that four decimals would round up reads "> 0.9999", not "1.0000", so a reader never
-    takes a prediction that would be reviewed at τ 1 for a certain one. No confidence is "".
+    """A confidence for people, with the four decimals of
+    :func:`~kieval_core.review.automation.threshold_text`; one below 1 that four decimals
+    would round up reads "> 0.9999", not "1.0000", so a reader never takes a prediction
+    that would be reviewed at τ 1 for a certain one. No confidence is "".
 
     >>> confidence_text(0.66754), confidence_text(0.99996), confidence_text(1.0), confidence_text(None)
     ('0.6675', '> 0.9999', '1.0000', '')

@@ -40,8 +40,11 @@ from ..validation import (
 
 #: Reasons shown instead of automation figures.
 NO_CONFIDENCE = "the predictions carry no confidence"
-#: What a prediction without confidence counts as (SPEC 4c): automated (1.0) or reviewed (0.0).
-MISSING_POLICIES = {"automate": 1.0, "review": 0.0}
+#: What a prediction without confidence counts as (SPEC 4c): reviewed at every threshold, 0
+#: included (-inf, below every threshold; the default), or automated (1.0).
+MISSING_POLICIES = {"review": -np.inf, "automate": 1.0}
+#: The policy of a model built from the engine's tables (SPEC 4c's default).
+DEFAULT_MISSING = "review"
 #: The per-prediction arrays of a :class:`ReviewModel`, in one canonical order.
 PREDICTION_ARRAYS = ("confidence", "has_confidence", "doc", "entity_type", "wrong", "gain", "cell", "copies")
 
@@ -115,7 +118,7 @@ class ReviewModel:
     additions per (entity type, document), which review leaves as they are.
     """
 
-    confidence: np.ndarray  # missing confidence counts as 1.0
+    confidence: np.ndarray  # a missing one counts as -inf (reviewed) or 1.0 (automated): MISSING_POLICIES
     has_confidence: np.ndarray
     doc: np.ndarray  # index into doc_ids
     entity_type: np.ndarray  # index into entity_types
@@ -136,13 +139,13 @@ class ReviewModel:
         """The model of the engine's tables. ``confidence`` (one per predicted entity, in
         the table's order) replaces the file's own, e.g. consensus confidences
         (:mod:`kieval_core.result.consensus`); ``has_confidence`` then says which of them count
-        as carrying one (default: all)."""
+        as carrying one (default: all). A missing confidence follows :data:`DEFAULT_MISSING`."""
         pred, cells = counted.pred_entities, counted.cells
         conf = pred["confidence"].to_numpy(np.float64)
         wrong = (pred["status"] != "correct").to_numpy()
         cell = pred["cell"].to_numpy().astype(np.int64)
         if confidence is None:
-            review_conf, has = np.nan_to_num(conf, nan=1.0), ~np.isnan(conf)
+            review_conf, has = np.nan_to_num(conf, nan=1.0), ~np.isnan(conf)  # the engine's reading
         else:
             review_conf = np.asarray(confidence, np.float64)
             has = np.ones(len(conf), bool) if has_confidence is None else np.asarray(has_confidence, bool)
@@ -157,7 +160,7 @@ class ReviewModel:
         base = cells.groupby([cells["entity_type"].cat.codes, cells["doc_id"].cat.codes])[
             ["tp", "addition"]].sum()
         base = base[(base["tp"] > 0) | (base["addition"] > 0)]
-        return cls._canonical(
+        model = cls._canonical(
             confidence=review_conf, has_confidence=has,
             doc=pred["doc_id"].cat.codes.to_numpy().astype(np.int64),
             entity_type=pred["entity_type"].cat.codes.to_numpy().astype(np.int64),
@@ -167,6 +170,7 @@ class ReviewModel:
             base_doc=base.index.get_level_values(1).to_numpy(np.int64),
             base_tp=base["tp"].to_numpy(np.int64), base_addition=base["addition"].to_numpy(np.int64),
         )
+        return model.with_missing(DEFAULT_MISSING) if confidence is None else model
 
     @classmethod
     def _canonical(cls, **arrays) -> ReviewModel:
@@ -290,8 +294,8 @@ class ReviewModel:
             base_doc=self.base_doc, base_tp=self.base_tp, base_addition=self.base_addition)
 
     def with_missing(self, policy: str) -> ReviewModel:
-        """Predictions without confidence automated (``automate``: they count as 1.0, the
-        default) or reviewed at every threshold above 0 (``review``: they count as 0.0)."""
+        """Predictions without confidence reviewed at every threshold, 0 included
+        (``review``, the default: they count as -inf) or automated (``automate``: 1.0)."""
         if policy not in MISSING_POLICIES:
             msg = f"unknown missing-confidence policy {policy!r}; choose {' or '.join(MISSING_POLICIES)}"
             raise KievalOptionError(msg)
@@ -325,6 +329,91 @@ class ReviewModel:
             per_type = np.array([float(threshold.get(t, 0.0)) for t in self.entity_types] + [0.0])
             return per_type[self.entity_type]
         return np.full(self.n_predictions, float(threshold))
+
+
+#: The columns of :func:`confidence_by_field`.
+CONFIDENCE_BY_FIELD_COLUMNS = ["entity_type", "predictions", "without_confidence", "share_without_confidence"]
+
+
+def confidence_by_field(model: ReviewModel) -> pd.DataFrame:
+    """Per entity type with predictions: how many carry no confidence, and their share
+    (SPEC 4c: the missing-confidence policy decides what happens to them).
+
+    >>> m = ReviewModel(
+    ...     confidence=np.array([0.9, -np.inf, 0.5]), has_confidence=np.array([True, False, True]),
+    ...     doc=np.array([0, 0, 0]), entity_type=np.array([0, 1, 1]), wrong=np.zeros(3, bool),
+    ...     gain=np.zeros(3, bool), cell=np.array([0, 1, 1]), copies=np.array([0, 1, 2]),
+    ...     doc_ids=("d",), entity_types=("total", "date"), base_type=np.array([0, 1]),
+    ...     base_doc=np.array([0, 0]), base_tp=np.array([1, 2]), base_addition=np.array([0, 0]))
+    >>> confidence_by_field(m).to_dict("records")[1]
+    {'entity_type': 'date', 'predictions': 2, 'without_confidence': 1, 'share_without_confidence': 0.5}
+    """
+    kinds = len(model.entity_types)
+    predictions = np.bincount(model.entity_type, minlength=kinds)
+    without = np.bincount(model.entity_type, weights=~model.has_confidence, minlength=kinds).astype(np.int64)
+    present = predictions > 0
+    return pd.DataFrame({
+        "entity_type": np.asarray(model.entity_types, object)[present],
+        "predictions": predictions[present].astype(np.int64),
+        "without_confidence": without[present],
+        "share_without_confidence": without[present] / predictions[present],
+    })[CONFIDENCE_BY_FIELD_COLUMNS]
+
+
+#: The columns of :func:`automation_blockers`.
+BLOCKER_COLUMNS = ["entity_type", "opened_documents", "only_field_reviewed", "straight_through_gain"]
+
+
+def automation_blockers(model: ReviewModel, limits: np.ndarray) -> pd.DataFrame:
+    """Which fields keep documents from going straight through (SPEC 4d), with one threshold
+    per prediction: per entity type, the documents in which it has a reviewed prediction,
+    those in which it is the only field reviewed, and the straight-through rate gained if
+    that field alone were always automated (those documents over all documents).
+
+    >>> m = ReviewModel(
+    ...     confidence=np.array([0.2, 0.3, 0.9]), has_confidence=np.ones(3, bool),
+    ...     doc=np.array([0, 1, 1]), entity_type=np.array([0, 0, 1]), wrong=np.zeros(3, bool),
+    ...     gain=np.zeros(3, bool), cell=np.array([0, 1, 2]), copies=np.array([0, 1, 2]),
+    ...     doc_ids=("a", "b"), entity_types=("date", "total"), base_type=np.array([0, 1]),
+    ...     base_doc=np.array([0, 1]), base_tp=np.array([2, 1]), base_addition=np.array([0, 0]))
+    >>> automation_blockers(m, np.full(3, 0.5)).to_dict("records")[0]
+    {'entity_type': 'date', 'opened_documents': 2, 'only_field_reviewed': 2, 'straight_through_gain': 1.0}
+    """
+    limits = check_length("limits", limits, model.n_predictions, "prediction")
+    kinds, n_docs = len(model.entity_types), model.n_documents
+    reviewed = model.confidence < limits
+    pairs = np.unique(model.doc[reviewed] * kinds + model.entity_type[reviewed])  # (document, field) reviewed
+    doc, kind = pairs // max(kinds, 1), pairs % max(kinds, 1)
+    alone = np.bincount(doc, minlength=n_docs)[doc] == 1
+    opened = np.bincount(kind, minlength=kinds)
+    only = np.bincount(kind[alone], minlength=kinds)
+    return pd.DataFrame({
+        "entity_type": list(model.entity_types),
+        "opened_documents": opened.astype(np.int64),
+        "only_field_reviewed": only.astype(np.int64),
+        "straight_through_gain": only / n_docs if n_docs else np.zeros(kinds),
+    })[BLOCKER_COLUMNS]
+
+
+def threshold_text(tau: float | None, short: bool = False) -> str:
+    """A threshold τ for people. Curves end just above the largest confidence, where every
+    prediction is reviewed: above 1 that reads "> 1 (review all)" ("> 1" when ``short``),
+    and a τ just above a confidence that four decimals would round down reads "> 0.9993",
+    so nobody sets 0.9993 and gets another operating point.
+
+    >>> threshold_text(0.66754), threshold_text(0.6675), threshold_text(1.0000000000000002)
+    ('0.6675', '0.6675', '> 1 (review all)')
+    >>> threshold_text(0.9993000000000001), threshold_text(1.0000000000000002, short=True)
+    ('> 0.9993', '> 1')
+    >>> threshold_text(None)
+    'n/a'
+    """
+    if tau is None or tau != tau:
+        return "n/a"
+    if tau > 1.0:
+        return "> 1" if short else "> 1 (review all)"
+    text = f"{tau:.4f}"
+    return f"> {text}" if 0 < tau - float(text) < 1e-9 else text
 
 
 # --- one operating point ------------------------------------------------------------------
@@ -573,11 +662,13 @@ CURVE_COLUMNS = ["threshold", "auto_rate", "kieval_aligned", "reviewed", "substi
 
 
 def thresholds(confidence: np.ndarray) -> np.ndarray:
-    """0, every distinct confidence, and just above the largest (SPEC 4).
+    """0, every distinct confidence, and just above the largest (SPEC 4); a missing
+    confidence reviewed at every threshold (-inf) is no threshold of its own.
 
-    >>> thresholds(np.array([0.5, 0.2, 0.5])).tolist()
+    >>> thresholds(np.array([0.5, 0.2, 0.5, -np.inf])).tolist()
     [0.0, 0.2, 0.5, 0.5000000000000001]
     """
+    confidence = confidence[np.isfinite(confidence)]
     ends = [np.nextafter(confidence.max(), np.inf)] if len(confidence) else []
     return np.unique(np.concatenate([[0.0], confidence, ends]))
 

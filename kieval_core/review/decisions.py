@@ -16,24 +16,21 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import KievalOptionError
-from ..validation import check_choice, check_instance, check_int, check_number, check_share
+from ..validation import check_choice, check_instance, check_int, check_share
 from .automation import (
-    _LEVELS,
     NO_CONFIDENCE,
     Costs,
-    ReviewPoint,
     automation_curve,
+    confidence_by_field,
     document_review_curve,
     minimum_cost,
     recommend,
-    recommend_for_budget,
-    review_documents_with,
     review_with,
     with_costs,
 )
 from .calibration import calibration
-from .field_thresholds import FieldThresholds, per_field_thresholds
-from .uncertainty import bootstrap, holdout, random_half
+from .field_thresholds import per_field_thresholds
+from .uncertainty import assured_threshold, bootstrap, holdout, random_half
 
 if TYPE_CHECKING:  # a type only: results draws its notebook view, which reads this module
     from ..result.results import ModelResult
@@ -69,6 +66,15 @@ class DecisionOptions:
     review : str
         ``predictions`` (a person reviews the predictions below τ), ``documents`` (every
         document with a prediction below τ, whole; SPEC 4c) or ``both`` (default).
+    floors : tuple of (str, float)
+        Per-field floors of per-field plans (SPEC 4d): ``(entity type, accuracy)``; a field
+        not named has the target as its floor.
+    per_field : bool
+        Whether the decision is one τ per field (``--per-field-thresholds``) rather than one
+        τ for every field; the report has both plans either way.
+    assurance : float
+        The one-sided confidence of the assured threshold (SPEC 4d): the smallest τ whose
+        lower bound of accuracy after review reaches the target (needs the bootstrap).
     """
 
     target: float = 0.95
@@ -78,6 +84,9 @@ class DecisionOptions:
     seed: int = 0
     slices: tuple[str, ...] = ()
     review: str = "both"
+    floors: tuple[tuple[str, float], ...] = ()
+    per_field: bool = False
+    assurance: float = 0.95
 
     def __post_init__(self) -> None:
         check_choice("review", self.review, REVIEW_CHOICES)
@@ -90,6 +99,9 @@ class DecisionOptions:
         if not isinstance(self.slices, tuple) or not all(isinstance(s, str) for s in self.slices):
             msg = f"slices must be a tuple of metadata keys (str), got {self.slices!r}"
             raise KievalOptionError(msg)
+        for entity_type, floor in self.floors:
+            check_share(f"floor of {entity_type!r}", floor)
+        check_share("assurance", self.assurance, open_interval=True)
 
     @property
     def documents_target(self) -> float:
@@ -123,6 +135,8 @@ def automation_section(model: ModelResult, options: DecisionOptions,
         "confidence_coverage": model.confidence_coverage,
         "confidence_source": model.confidence_source,
         "missing_confidence": model.missing_confidence,
+        # a row per field: written as it is, the summary reads it
+        "confidence_by_field": _plain_records(confidence_by_field(model.review)),
         "review": options.review,
         "cost": options.costs.as_dict(),
     }
@@ -131,7 +145,7 @@ def automation_section(model: ModelResult, options: DecisionOptions,
         full = model.review
         full_review = review_with(full, np.full(full.n_predictions, np.inf), options.costs)
         section.update({
-            "reason": NO_CONFIDENCE, "curve": None, "recommended": None,
+            "reason": NO_CONFIDENCE, "curve": None, "recommended": None, "assured": None,
             "documents": None, "min_cost": None, "per_field": None, "by_entity_type": None,
             "slices": None, "holdout": None, "calibration": None, "calibration_consensus": None,
             "band": None, "document_review": None,
@@ -155,8 +169,8 @@ def automation_section(model: ModelResult, options: DecisionOptions,
 
 
 #: The keys of a model with confidences, in the report's order (null: not asked for).
-SECTION_KEYS = ("curve", "recommended", "documents", "min_cost", "per_field", "by_entity_type", "slices",
-                "holdout", "calibration", "calibration_consensus", "band", "document_review")
+SECTION_KEYS = ("curve", "recommended", "assured", "documents", "min_cost", "per_field", "by_entity_type",
+                "slices", "holdout", "calibration", "calibration_consensus", "band", "document_review")
 
 
 def document_review_section(model: ModelResult, options: DecisionOptions, records: Records = _plain_records
@@ -174,8 +188,10 @@ def _prediction_review(model: ModelResult, options: DecisionOptions, records: Re
     review = model.review
     curve = with_costs(model.curve, options.costs, model.n_documents)
     entity = recommend(curve, options.target, model.n_documents)
-    band = None
+    band = assured = None
     if options.resamples:
+        assured = assured_threshold(review, options.target, options.assurance, options.resamples,
+                                    options.seed, curve).as_dict()
         boot = bootstrap(review, options.target, options.resamples, options.seed)
         # an unreachable target has no threshold, so no interval either (a few resamples that
         # happen to reach it would give one); band.reachable_share says how many did
@@ -183,15 +199,16 @@ def _prediction_review(model: ModelResult, options: DecisionOptions, records: Re
         band = {"seed": boot.seed, "resamples": boot.resamples, "reachable_share": boot.reachable_share,
                 "points": records(boot.band)}
     document = recommend(curve, options.documents_target, model.n_documents, level="document")
-    fields = per_field_thresholds(review, options.target)
+    fields = per_field_thresholds(review, options.target, dict(options.floors))
     check = holdout(review, options.target, random_half(review.n_documents, options.seed),
                     resamples=max(options.resamples, 1), seed=options.seed)
     return {
         "curve": records(curve[ENTITY_CURVE]),
         "recommended": entity.as_dict(),
+        "assured": assured,
         "documents": {"curve": records(curve[DOCUMENT_CURVE]), "recommended": document.as_dict()},
         "min_cost": minimum_cost(curve).as_dict(),
-        "per_field": {**fields.as_dict(), "table": records(fields.table)},
+        "per_field": {**fields.as_dict(), "table": _plain_records(fields.table)},  # a row per field
         "by_entity_type": {
             etype: records(part[ENTITY_CURVE])
             for etype, part in model.curves_by_entity_type.groupby("entity_type", sort=True)
@@ -253,135 +270,3 @@ def slice_thresholds(model: ModelResult, key: str, target: float) -> SliceThresh
         if rec.reachable:
             doc_limit[mine] = rec.threshold
     return SliceThresholds(key, target, rows, doc_limit[review.doc])
-
-
-# --- one operating point (what the Automation page shows) ---------------------------------
-
-#: How an operating point is chosen: a target accuracy, an automation rate, a review budget
-#: (reviews per 1,000 documents) or the threshold itself.
-DECIDE_BY = ("accuracy", "automation", "budget", "threshold")
-#: Per review mode: the level of its recommendations and its figures at one point.
-_MODES = {"predictions": ("entity", review_with), "documents": ("document_review", review_documents_with)}
-
-
-@dataclass(frozen=True, eq=False)
-class OperatingPoint:
-    """One operating point and every figure at it (SPEC 4, 4b, 4c).
-
-    ``threshold`` is the one τ (None with per-field or per-slice thresholds: ``limits``
-    holds every prediction's). When a target cannot be reached with automation,
-    ``reachable`` is False and the point shown is the best accuracy with some automation
-    (``best_reachable``, at ``threshold``); ``fields_reach`` then gives the reviews one τ
-    per field needs to reach it, when it can. ``fields`` and ``unreachable_slices`` belong
-    to per-field and per-slice thresholds.
-    """
-
-    review: str
-    decide_by: str
-    scope: str
-    target: float | None
-    threshold: float | None
-    limits: np.ndarray
-    point: ReviewPoint
-    reachable: bool = True
-    best_reachable: float | None = None
-    fields_reach: int | None = None
-    fields: FieldThresholds | None = None
-    unreachable_slices: tuple[str, ...] = ()
-
-    @property
-    def opened_per_1000_documents(self) -> float:
-        """Documents opened (at least one prediction below its threshold) per 1,000."""
-        p = self.point
-        return 1000.0 * p.opened_documents / p.documents if p.documents else 0.0
-
-
-def review_curve(model: ModelResult, review: str, costs: Costs = Costs()) -> pd.DataFrame:
-    """The curve of a review mode with costs: single predictions (:func:`with_costs` of
-    the model's curve) or whole documents (:func:`document_review_curve`)."""
-    check_choice("review", review, _MODES)
-    if review == "documents":
-        return document_review_curve(model.review, costs)
-    return with_costs(model.curve, costs, model.n_documents)
-
-
-def operating_point(model: ModelResult, *, review: str = "predictions", decide_by: str = "accuracy",
-                    value: float = 0.95, scope: str = "one", target: float = 0.95, costs: Costs = Costs(),
-                    curve: pd.DataFrame | None = None, fields: FieldThresholds | None = None,
-                    plan: SliceThresholds | None = None) -> OperatingPoint:
-    """The operating point chosen by ``decide_by`` and ``value`` (a target accuracy, a share
-    of predictions automated, or of documents straight through when whole documents are
-    reviewed, reviews per 1,000 documents, or τ), for one τ (``scope="one"``), one τ per
-    field (``"field"``) or per value of a metadata key (``"slice:KEY"``); per-field and
-    per-slice thresholds are always chosen for ``target``. ``curve`` (:func:`review_curve`),
-    ``fields`` and ``plan`` may be passed when already computed.
-
-    Whole documents with per-field or per-slice thresholds: the thresholds chosen for
-    single predictions decide which documents are opened.
-    """
-    level, reviewer = _MODES[check_choice("review", review, _MODES)]
-    check_choice("decide_by", decide_by, DECIDE_BY)
-    check_number("value", value)
-    check_share("target", target)
-    base = model.review
-    n_docs = model.n_documents
-    common = {"review": review, "decide_by": decide_by, "scope": scope}
-    if scope == "field":
-        fields = fields or per_field_thresholds(base, target)
-        limits = base.thresholds_of(fields.thresholds)
-        return OperatingPoint(**common, target=target, threshold=None, limits=limits,
-                              point=reviewer(base, limits, costs), reachable=fields.reachable, fields=fields)
-    if scope.startswith("slice:"):
-        plan = plan or slice_thresholds(model, scope.split(":", 1)[1], target)
-        return OperatingPoint(**common, target=target, threshold=None, limits=plan.limits,
-                              point=reviewer(base, plan.limits, costs), reachable=not plan.unreachable,
-                              unreachable_slices=tuple(plan.unreachable))
-    check_choice("scope", scope, ("one", "field", "slice:KEY"))
-    curve = review_curve(model, review, costs) if curve is None else curve
-    accuracy, automation = _LEVELS[level]
-    extra: dict = {}
-    if decide_by == "accuracy":
-        check_share("value", value)
-        target = value
-        rec = recommend(curve, value, n_docs, level)
-        tau = rec.threshold
-        if not rec.reachable:
-            tau = _best_automated(curve, accuracy, automation)
-            extra = {"reachable": False, "best_reachable": rec.best_reachable}
-            if review == "predictions":
-                fields = fields or per_field_thresholds(base, value)
-                extra["fields_reach"] = fields.reviews if fields.reachable else None
-    elif decide_by == "automation":
-        check_share("value", value)
-        ok = np.flatnonzero(curve[automation].to_numpy() >= value - 1e-12)
-        tau = float(curve["threshold"].iloc[int(ok[-1])]) if len(ok) else 0.0
-    elif decide_by == "budget":
-        tau = recommend_for_budget(curve, value, n_docs).threshold
-    else:
-        tau = float(value)
-    limits = np.full(base.n_predictions, tau)
-    return OperatingPoint(**common, target=target if decide_by == "accuracy" else None, threshold=tau,
-                          limits=limits, point=reviewer(base, limits, costs), **extra)
-
-
-def starting_threshold(curve: pd.DataFrame, target: float, n_documents: int,
-                       review: str = "predictions") -> float:
-    """The τ a threshold control starts from: the recommendation for ``target`` (``curve``
-    of :func:`review_curve` for ``review``), else the best accuracy with some automation,
-    where deciding by accuracy puts it; never review everything, which a target out of
-    reach used to open the control on (0% automated)."""
-    level = _MODES[check_choice("review", review, _MODES)][0]
-    rec = recommend(curve, target, n_documents, level)
-    if rec.reachable:
-        return float(rec.threshold)
-    return _best_automated(curve, *_LEVELS[level])
-
-
-def _best_automated(curve: pd.DataFrame, accuracy: str, automation: str) -> float:
-    """The smallest threshold of best accuracy among those with some automation (the last
-    threshold when none has any)."""
-    automated = curve[curve[automation] > 0]
-    if not len(automated):
-        return float(curve["threshold"].iloc[-1])
-    best = automated.sort_values([accuracy, "threshold"], ascending=[False, True], kind="stable")
-    return float(best["threshold"].iloc[0])

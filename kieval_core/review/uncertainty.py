@@ -1,9 +1,11 @@
-"""Uncertainty of threshold decisions (SPEC 4b): a seeded bootstrap over documents, and a
-holdout check (choose the threshold on one part of the documents, read it on the other).
+"""Uncertainty of threshold decisions (SPEC 4b, 4d): a seeded bootstrap over documents,
+the assured threshold (the smallest whose one-sided lower bound reaches the target), and
+a holdout check (choose the threshold on one part of the documents, read it on the other).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -228,10 +230,11 @@ class Holdout:
 
     @property
     def carries_over(self) -> bool | None:
-        """Whether the target is reached (or inside the 95% interval) on the other part."""
+        """Whether the whole 95% interval on the other part lies at or above the target (an
+        interval that crosses the target does not carry over)."""
         if self.accuracy_checked is None or self.interval_checked is None:
             return None
-        return self.interval_checked[1] >= self.target - 1e-12
+        return self.interval_checked[0] >= self.target - 1e-12
 
     def as_dict(self) -> dict:
         out = asdict(self)
@@ -258,17 +261,7 @@ def holdout(model: ReviewModel, target: float, chosen: np.ndarray, *, names: tup
     if not rec.reachable or not part_b.n_documents:
         return Holdout(target, names[0], names[1], rec.threshold, rec.accuracy, None, None, None)
     point = review_at(part_b, rec.threshold)
-    reviewed = part_b.confidence < rec.threshold
-    n = part_b.n_documents
-    tp_doc = part_b.doc_tp + np.bincount(part_b.doc, weights=reviewed & part_b.gain, minlength=n)
-    err_doc = part_b.doc_addition + np.bincount(part_b.doc, weights=part_b.wrong & ~reviewed, minlength=n)
-    rng = np.random.default_rng(seed)
-    sums = []
-    for start in range(0, resamples, chunk):
-        weights = resample_weights(rng, n, min(chunk, resamples - start))
-        sums.append((_weighted(weights, tp_doc), _weighted(weights, err_doc)))
-    tp, err = (np.concatenate(parts) for parts in zip(*sums, strict=True))
-    acc = np.where(tp + err > 0, tp / np.maximum(tp + err, 1e-300), 1.0)
+    acc = resampled_accuracy(part_b, rec.threshold, resamples, seed, chunk)
     interval = (float(np.quantile(acc, 0.025)), float(np.quantile(acc, 0.975)))
     return Holdout(target, names[0], names[1], rec.threshold, rec.accuracy, point.kieval_aligned, interval,
                    point.auto_rate)
@@ -281,3 +274,115 @@ def random_half(n_documents: int, seed: int = 0) -> np.ndarray:
     mask = np.zeros(n_documents, bool)
     mask[np.random.default_rng(seed).permutation(n_documents)[: n_documents // 2]] = True
     return mask
+
+
+def resampled_accuracy(model: ReviewModel, threshold: float, resamples: int = 1000, seed: int = 0,
+                       chunk: int = 50) -> np.ndarray:
+    """Accuracy after review at ``threshold`` (KIEval_Aligned^t) in each of ``resamples``
+    resamples of the documents with replacement, drawn ``chunk`` at a time as
+    ``rng.integers(0, n, (chunk, n))`` of ``np.random.default_rng(seed)``."""
+    reviewed = model.confidence < threshold
+    n = model.n_documents
+    tp_doc = model.doc_tp + np.bincount(model.doc, weights=reviewed & model.gain, minlength=n)
+    err_doc = model.doc_addition + np.bincount(model.doc, weights=model.wrong & ~reviewed, minlength=n)
+    rng = np.random.default_rng(seed)
+    sums = []
+    for start in range(0, resamples, chunk):
+        weights = resample_weights(rng, n, min(chunk, resamples - start))
+        sums.append((_weighted(weights, tp_doc), _weighted(weights, err_doc)))
+    if not sums:
+        return np.zeros(0)
+    tp, err = (np.concatenate(parts) for parts in zip(*sums, strict=True))
+    return np.where(tp + err > 0, tp / np.maximum(tp + err, 1e-300), 1.0)
+
+
+@dataclass(frozen=True)
+class Assured:
+    """The assured threshold for a target (SPEC 4d): the smallest τ, among those with some
+    automation, whose one-sided lower ``assurance``-bound of accuracy after review (a
+    seeded document bootstrap) reaches the target; and the point threshold beside it.
+
+    ``reachable`` is False when no τ with automation has its bound at the target; then
+    ``documents_needed`` says how many documents like these would bring the bound of the
+    most accurate τ with automation (``best_threshold``) up to the target, the gap between
+    its accuracy and its bound shrinking as one over the square root of the documents;
+    None when that τ's accuracy does not exceed the target (more documents cannot help).
+    """
+
+    target: float
+    assurance: float
+    resamples: int
+    seed: int
+    reachable: bool
+    threshold: float | None
+    lower_bound: float | None
+    accuracy: float | None
+    auto_rate: float | None
+    point_threshold: float | None
+    point_lower_bound: float | None
+    best_threshold: float | None = None
+    documents: int = 0
+    documents_needed: int | None = None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def assured_threshold(model: ReviewModel, target: float, assurance: float = 0.95, resamples: int = 1000,
+                      seed: int = 0, curve: pd.DataFrame | None = None) -> Assured:
+    """The assured threshold (:class:`Assured`). Every resample's accuracy never falls as
+    τ grows, so neither does its quantile: a bisection over the thresholds from the point
+    threshold on finds the smallest whose bound reaches the target."""
+    check_share("target", target)
+    check_share("assurance", assurance, open_interval=True)
+    check_int("resamples", resamples, minimum=1)
+    check_int("seed", seed)
+    curve = automation_curve(model) if curve is None else curve
+    point = recommend(curve, target, model.n_documents)
+    common = {"target": target, "assurance": assurance, "resamples": resamples, "seed": seed,
+              "documents": model.n_documents}
+    if not point.reachable:
+        return Assured(**common, reachable=False, threshold=None, lower_bound=None, accuracy=None,
+                       auto_rate=None, point_threshold=None, point_lower_bound=None)
+    taus = curve["threshold"].to_numpy()
+
+    def bound(i: int) -> float:
+        return float(np.quantile(resampled_accuracy(model, float(taus[i]), resamples, seed), 1 - assurance))
+
+    first = int(np.searchsorted(taus, point.threshold))
+    last = int(np.flatnonzero(curve["auto_rate"].to_numpy() > 0)[-1])
+    at_point, at_last = bound(first), bound(last)
+    found = _first_reaching(bound, first, last, at_point, at_last, target)
+    if found is None:
+        best = first + int(np.argmax(curve["kieval_aligned"].to_numpy()[first:last + 1]))
+        accuracy = float(curve["kieval_aligned"].iloc[best])
+        gap = accuracy - (at_last if best == last else bound(best))
+        needed = (math.ceil(model.n_documents * (gap / (accuracy - target)) ** 2)
+                  if accuracy > target + 1e-12 else None)
+        return Assured(**common, reachable=False, threshold=None, lower_bound=None, accuracy=None,
+                       auto_rate=None, point_threshold=point.threshold, point_lower_bound=at_point,
+                       best_threshold=float(taus[best]), documents_needed=needed)
+    i, low = found
+    row = curve.iloc[i]
+    return Assured(**common, reachable=True, threshold=float(taus[i]), lower_bound=low,
+                   accuracy=float(row["kieval_aligned"]), auto_rate=float(row["auto_rate"]),
+                   point_threshold=point.threshold, point_lower_bound=at_point)
+
+
+def _first_reaching(bound, first: int, last: int, at_first: float, at_last: float, target: float
+                    ) -> tuple[int, float] | None:
+    """The first index in [first, last] whose (non-decreasing) bound reaches the target,
+    with its bound; None when even the last does not."""
+    if at_first >= target - 1e-12:
+        return first, at_first
+    if at_last < target - 1e-12:
+        return None
+    low, high, at_high = first, last, at_last  # bound(low) < target <= bound(high)
+    while high - low > 1:
+        middle = (low + high) // 2
+        value = bound(middle)
+        if value >= target - 1e-12:
+            high, at_high = middle, value
+        else:
+            low = middle
+    return high, at_high

@@ -25,8 +25,8 @@ from test_pages import (
 from kieval_core import LoadOptions, evaluate, load
 from kieval_core.figures.text import number, pct
 from kieval_core.result.consensus import with_confidence_sources
-from kieval_core.review.automation import review_documents_with
-from kieval_core.review.decisions import operating_point
+from kieval_core.review.automation import review_documents_with, review_with
+from kieval_core.review.operating_point import operating_point
 
 DECIDE_BY = ("accuracy", "automation", "budget", "threshold")
 
@@ -36,6 +36,8 @@ def _no_exception(at) -> None:
 
 
 def test_every_combination_of_the_controls_runs():
+    """Review mode x missing-confidence policy x decide-by x scope, and the assurance where it
+    applies: no exception, every card and chart, a decision file to download (issue 31)."""
     at = open_page(started(), "automation")
     scopes = at.selectbox(key="auto_scope").options
     assert len(scopes) >= 2
@@ -52,8 +54,37 @@ def test_every_combination_of_the_controls_runs():
                     at.selectbox(key="auto_scope").set_value(scope).run()
                     _no_exception(at)
                     assert at.session_state["auto_mode"] == mode  # never switched behind the user's back
-                    shown = (len(at.metric), len(at.get("plotly_chart")) >= 5)
-                    assert shown == (8, True), (review, missing, mode, scope)
+                    shown = (len(at.metric), len(at.get("plotly_chart")) >= 5, len(at.get("download_button")))
+                    assert shown == (8, True, 1), (review, missing, mode, scope)
+                    asked = (mode, scope, review) == ("accuracy", "one", "predictions")
+                    assert len(at.selectbox(key="auto_assurance").options if asked else []) == 4 * asked
+                    assurances = (0.9, 0.99, 0.0, 0.95) if asked else ()  # 0.0: the point estimate
+                    for assurance in assurances:
+                        at.selectbox(key="auto_assurance").set_value(assurance).run()
+                        _no_exception(at)
+                        assert len(at.metric) == 8 and len(at.success) + len(at.warning) >= 1
+
+
+def test_floors_set_in_the_per_field_table_are_the_plans(sample_result):
+    """A floor edited in the per-field table reaches the core: the table shows it and the
+    cards are the plan with that floor."""
+    from kieval_core.review.field_thresholds import per_field_thresholds
+
+    strong = sample_result.models["simulated-strong"]
+    at = open_page(started(), "automation")
+    at.selectbox(key="auto_scope").set_value("field").run()
+    field = strong.review.entity_types[0]
+    at.session_state["auto_floors"] = {field: 0.5}  # what an edit of its floor cell stores
+    at.run()
+    _no_exception(at)
+    plan = per_field_thresholds(strong.review, 0.95, {field: 0.5})
+    point = review_with(strong.review, strong.review.thresholds_of(plan.thresholds))
+    assert _cards(at)["Accuracy after review"] == pct(point.kieval_aligned)
+    table = frame_with(at, "entity_type", "floor")  # the data editor of the per-field plan
+    assert table.set_index("entity_type").loc[field, "floor"] == pytest.approx(50.0)
+    at.session_state["auto_floors"] = {field: 0.5, "a field of another model": 0.9}
+    at.sidebar.selectbox(key="model").set_value("simulated-weak").run()
+    _no_exception(at)  # floors of fields this model lacks are left aside
 
 
 def _cards(at) -> dict[str, str]:
@@ -73,7 +104,8 @@ def test_whole_documents_cards_are_the_cores_operating_point(sample_result):
     assert cards["Accuracy after review"] == pct(expected.kieval_aligned)
     assert cards["Straight through"] == pct(expected.straight_through_rate)
     assert cards["Right after review"] == pct(expected.document_accuracy)
-    assert cards["Opened / 1,000 docs"] == number(round(op.opened_per_1000_documents))
+    assert cards["Documents opened / 1,000 docs"] == number(round(op.opened_per_1000_documents))
+    assert cards["Predictions reviewed / 1,000 docs"] == number(round(expected.reviews_per_1000_documents))
     assert cards["Cost / 1,000 docs"] == number(round(expected.cost_per_1000_documents))
     table = frame_with(at, "entity_type", "fixed", "errors_left")
     assert int(table["errors_left"].sum()) == expected.errors_left  # the per-field table follows the mode too
@@ -136,10 +168,12 @@ def test_textract_review_modes_and_missing_confidences(shared_data):
     at, names = sroie_uploaded(sroie), SROIE_MODELS
     at.sidebar.selectbox(key="model").set_value(names[0]).run()
     open_page(at, "automation")
+    said = " ".join(i.value for i in at.info)  # the default: never automated, named per field
+    assert "are never automated" in said and "date 93% (317 of 342)" in said
+    at.segmented_control(key="auto_missing").set_value("automate").run()
+    _no_exception(at)
     assert "count as 1.0" in " ".join(i.value for i in at.info)
     at.segmented_control(key="auto_missing").set_value("review").run()
-    _no_exception(at)
-    assert "count as 0.0" in " ".join(i.value for i in at.info)
     options = LoadOptions(meta=("split",))
     result = evaluate(load(sroie / "sroie_test_gt.jsonl", options),
                       {names[0]: load(sroie / "predictions" / f"{names[0]}.jsonl", options)})

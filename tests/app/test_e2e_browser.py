@@ -201,6 +201,50 @@ def test_upload_automation_threshold_and_error_download(app_url, tmp_path):
         browser.close()
 
 
+def test_a_decision_downloaded_from_the_automation_page_routes_to_the_same_counts(app_url, tmp_path,
+                                                                                   capsys):
+    """Decide on the page (one τ per field for 90%), download the decision file, route the
+    same predictions through the CLI: the same automation and straight-through rates as the
+    cards (issue 31)."""
+    from playwright.sync_api import sync_playwright
+
+    from kieval_core.cli import main
+    from kieval_core.review.deploy import Decision
+
+    gt_path, strong_path = SAMPLE / "cord_v2_gt.jsonl", SAMPLE / "sim_strong.jsonl"
+    with sync_playwright() as p:
+        browser = _browser(p)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+        _upload(page, app_url, gt_path, [strong_path])
+        _open(page, "Automation")
+        target = page.locator(".st-key-auto_target input")
+        target.fill("0.900")
+        target.press("Enter")
+        _idle(page)
+        page.locator(".st-key-auto_scope").get_by_role("combobox").click()
+        page.get_by_role("option", name="one τ per field").click()
+        _idle(page)
+        labels = ("Automated", "Straight through", "Accuracy after review")
+        cards = {label: _metric(page, label) for label in labels}
+        with page.expect_download() as download:
+            page.get_by_role("button", name="Download this decision (JSON)").click()
+        saved = tmp_path / download.value.suggested_filename
+        download.value.save_as(saved)
+        assert not page.get_by_test_id("stException").count()
+        browser.close()
+    decision = Decision.load(saved)
+    assert (decision.model, decision.review) == ("sim_strong", "predictions")
+    assert "*" not in decision.thresholds  # one τ per field
+    assert pct(decision.expected["auto_rate"]) == cards["Automated"]
+    assert pct(decision.expected["accuracy"]) == cards["Accuracy after review"]
+    capsys.readouterr()
+    assert main(["route", "--decision", str(saved), "--pred", f"sim_strong={strong_path}"]) == 0
+    said = capsys.readouterr().out
+    automated = re.search(r"automate \(([\d.]+%)\)", said).group(1)
+    straight = re.search(r"straight through \(([\d.]+%)\)", said).group(1)
+    assert (automated, straight) == (cards["Automated"], cards["Straight through"])
+
+
 HOSTILE = [
     "<script>window.__pwned = 1</script>",
     '<img src="x" onerror="window.__pwned = 2">',

@@ -289,3 +289,27 @@ def test_a_child_does_not_run_the_parents_main_module(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "__main__", script)
     assert run_isolated(divmod, 7, 2) == (3, 1)
     assert not marker.exists()
+
+
+def _menu_source(name: str, key: str, lines: int) -> Source:
+    import json
+
+    menu = [{"nm": {"value": f"ITEM {i % 97}"}, "price": {"value": f"{(i * 37) % 100},000"}}
+            for i in range(lines)]
+    return Source.of(name, (json.dumps({"doc_id": "big", key: {"menu": menu}}) + "\n").encode())
+
+
+def test_a_scoring_whose_matching_is_heavy_runs_in_a_child_whatever_the_bytes():
+    """Issue 33, N8: 1,000 menu lines in one document are 50 KB files, but matching them
+    takes ~150 MiB: the scoring is costed by its groups and runs in the killable child."""
+    gt, pred = _menu_source("gt.jsonl", "gt_parse", 1_000), _menu_source("pred.jsonl", "prediction", 1_000)
+    assert gt.size < 60_000
+    store = Store()  # the default heavy threshold: 64 MiB
+    calls: list[int] = []
+    model = compute.score(store, gt, pred, AppOptions(), calls.append)[0]
+    assert calls and set(calls) == {0}  # told while its child scored (before: in the server's thread)
+    assert len(model.tally.documents) == 1
+    told = len(calls)
+    small_gt, small_pred = _menu_source("g.jsonl", "gt_parse", 20), _menu_source("p.jsonl", "prediction", 20)
+    compute.score(Store(), small_gt, small_pred, AppOptions(), calls.append)
+    assert len(calls) == told  # 20 lines: scored in the server's thread

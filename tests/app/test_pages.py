@@ -449,13 +449,18 @@ def test_every_way_of_deciding_moves_every_card(strong):
         cards = _cards(at)
         assert cards["Automated"] == pct(point.auto_rate)
         assert cards["Accuracy after review"] == pct(point.kieval_aligned)
-        assert cards["Reviews / 1,000 docs"] == number(round(point.reviews_per_1000_documents))
+        assert cards["Predictions reviewed / 1,000 docs"] == number(round(point.reviews_per_1000_documents))
         assert cards["Straight through"] == pct(point.straight_through_rate)
         assert cards["Right after review"] == pct(point.document_accuracy)
         assert cards["Errors left"] == number(point.errors_left)
         assert cards["Cost / 1,000 docs"] == number(round(point.cost_per_1000_documents))
         return cards
 
+    from kieval_core.review.uncertainty import assured_threshold
+
+    assured = assured_threshold(review, 0.95, 0.95, 1000, 0)  # the default: τ on the 95% lower bound
+    expect(review_at(review, assured.threshold if assured.reachable else assured.point_threshold))
+    at.selectbox(key="auto_assurance").set_value(0.0).run()  # the point estimate
     rec = recommend(strong.curve, 0.95, strong.n_documents)
     first = expect(review_at(review, rec.threshold))
     at.number_input(key="auto_target").set_value(0.9).run()
@@ -542,9 +547,10 @@ def test_sroie_with_metadata_and_real_confidences(shared_data):
     at.sidebar.selectbox(key="model").set_value(names[0]).run()
     open_page(at, "automation")
     assert charts(at) == 5  # real confidences: the curves; the closed expanders build nothing
-    # 95% (the default target) is out of reach with one τ, within reach per field: both are said
-    note = " ".join(w.value for w in at.warning)
-    assert "not reachable with automation" in note and "One τ per field reaches it** with 977 reviews" in note
+    # 95% (the default target) with the predictions without a confidence reviewed (the default):
+    # τ 0.9997 on the 95% lower bound, the point estimate's 0.9996 beside it
+    note = " ".join(s.value for s in at.success)
+    assert "**τ = 0.9997** reaches 95.0% with 95% assurance" in note and "from τ = 0.9996" in note
     assert charts(expand(at, "auto_calibration_open")) == 6  # the reliability diagram
     expand(at, "auto_uncertainty_open")
     assert any("carr" in m.value for m in [*at.success, *at.error, *at.info])  # the holdout verdict

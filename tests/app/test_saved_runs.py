@@ -47,7 +47,8 @@ def rerun(at: AppTest) -> AppTest:
     return at
 
 
-def test_the_saved_runs_are_listed_and_one_is_deleted_after_a_confirmation(runs):
+def test_the_saved_runs_are_listed_and_one_is_deleted_after_a_confirmation(runs, monkeypatch):
+    monkeypatch.setenv("KIEVAL_DELETE_ANY_RUN", "1")  # kieval dashboard --delete-any-run
     at = app()
     at.session_state["overview_saved_runs_open"] = True
     rerun(at)
@@ -109,3 +110,46 @@ def test_a_tampered_run_opens_as_one_message(runs):
         rerun(at)
         messages = [re.sub(r"\\(.)", r"\1", e.value) for e in at.error]
         assert len(messages) == 1 and "predictions.parquet" in messages[0] and "the column doc" in messages[0]
+
+
+# --- issue 33, N3: who may delete a run, and a run open elsewhere ----------------------------
+
+
+def test_a_session_deletes_only_the_runs_it_saved(runs):
+    at = app()
+    at.session_state["overview_saved_runs_open"] = True
+    rerun(at)
+    assert sorted(at.dataframe[0].value["id"]) == ["strong", "weak"]
+    for pick in ("strong", "weak"):  # saved by someone else: no Delete
+        at.selectbox(key="runs_pick").set_value(pick)
+        rerun(at)
+        assert not [b for b in at.button if b.key == "runs_delete"]
+    at.session_state["saved"] = {"weak"}  # what Save this run records
+    rerun(at)
+    at.button(key="runs_delete").click()
+    rerun(at)
+    at.button(key="runs_delete_yes").click()
+    rerun(at)
+    assert not (runs / "weak").exists() and (runs / "strong").is_dir()
+    at.selectbox(key="runs_pick").set_value("strong")
+    rerun(at)
+    assert not [b for b in at.button if b.key == "runs_delete"]
+    said = " ".join(c.value for c in [*at.caption, *at.success, *at.error])
+    assert str(runs) not in said  # no server path
+
+
+def test_a_run_open_in_a_session_stays_readable_when_it_is_deleted_elsewhere(runs):
+    at = app(run="weak")
+    at.button(key="overview_reopen").click()
+    rerun(at)
+    assert at.session_state["sources"].run == str(runs / "weak")
+    shown = [m.value for m in at.metric]
+    shutil.rmtree(runs / "weak")  # another session, or kieval runs rm
+    rerun(at)
+    assert not at.error, [e.value for e in at.error]
+    assert [m.value for m in at.metric] == shown
+    fresh = app()  # a new session opening it: the run is gone, said without the server's path
+    fresh.session_state["sources"] = at.session_state["sources"]
+    rerun(fresh)
+    said = re.sub(r"\\(.)", r"\1", " ".join(e.value for e in fresh.error))
+    assert "Saved run weak: not a saved run (no manifest.json)" in said and str(runs) not in said

@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
+import numpy as np
 import orjson
+import pandas as pd
 
 from ...exceptions import KievalInputError, KievalOptionError
 from ...gcpause import cycle_collector_paused
@@ -396,13 +398,14 @@ def load_bytes(data: bytes, source: str, options: LoadOptions = LoadOptions(),
         reader.read_file(data, source, options, builder)
     if not builder.where:
         raise KievalInputError(source, None, "the file has no documents")
-    return builder.build()
+    return check_scoring_cost(builder.build(), options.limits)
 
 
 def load_estimate(data: bytes, source: str, limits: Limits | None = None) -> int:
     """Estimated peak memory of :func:`load_bytes` on ``data`` (:func:`~kieval_core.limits.load_cost`),
     from what the file says about itself and without reading it: a zip's declared member
-    sizes (never more than its caps let through), a Parquet footer's rows and bytes.
+    sizes (never more than its caps let through), a Parquet footer's rows and bytes, the
+    lines of a delimited table (one entity each: a dense CSV costs by its lines, not its bytes).
 
     With ``limits``, the file is checked against them on the way (:class:`LimitExceeded`,
     or :class:`KievalInputError` for a zip or Parquet file that cannot be opened): the
@@ -432,7 +435,8 @@ def load_estimate(data: bytes, source: str, limits: Limits | None = None) -> int
         else:
             if limits is not None:
                 limits.check("uncompressed_mb", len(data), source, "of text")
-            cost = load_cost(len(data))
+            # a delimited table holds one entity per line: short lines cost more than their bytes
+            cost = load_cost(len(data), data.count(b"\n") if suffix in DELIMITERS else 0)
     except KievalInputError:
         if limits is not None:
             raise
@@ -458,7 +462,40 @@ def load_files(files: Mapping[str, bytes], source: str, options: LoadOptions, na
         builder.warnings.append(f"{len(skipped)} member(s) not read: {_listed(skipped)}")
     with cycle_collector_paused():
         reader.read_files(files, source, options, builder)
-    return builder.build()
+    return check_scoring_cost(builder.build(), options.limits)
+
+
+def check_scoring_cost(dataset: Dataset, limits: Limits) -> Dataset:
+    """``dataset`` when scoring it stays within ``limits``; else a :class:`LimitExceeded`
+    naming the document and the figure, before any work grows with it: the longest value
+    (comparing two values costs the product of their lengths) and the most groups of one
+    type in one document (group matching costs the square of their number). One pass over
+    the value lengths and the group indices.
+    """
+    entities = dataset.entities
+    if not len(entities):
+        return dataset
+    lengths = entities["value"].str.len().fillna(0).to_numpy(np.int64)
+    longest = int(lengths.argmax())
+    if lengths[longest] > limits.value_chars:
+        row = entities.iloc[longest]
+        limits.check("value_chars", int(lengths[longest]), dataset.source,
+                     f"in a value of {row['entity_type']!r}", where=f"document {row['doc_id']!r}")
+    groups = group_counts(dataset)
+    if len(groups):
+        (doc_id, group_type), most = groups.idxmax(), int(groups.max())
+        limits.check("groups_per_doc", most, dataset.source,
+                     f"of type {group_type!r} (matching them costs their number squared)",
+                     where=f"document {doc_id!r}")
+    return dataset
+
+
+def group_counts(dataset: Dataset) -> pd.Series:
+    """The number of groups of each (document, group type) of a dataset (the non-group
+    pseudo-groups left out): what matching it costs (:func:`~kieval_core.limits.matching_cost`)."""
+    entities = dataset.entities
+    grouped = entities.loc[entities["group"].to_numpy() >= 0, ["doc_id", "group_type", "group"]]
+    return grouped.groupby(["doc_id", "group_type"], sort=False, observed=True)["group"].max() + 1
 
 
 def _listed(names: list[str], at_most: int = 10) -> str:
