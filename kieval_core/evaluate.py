@@ -17,18 +17,18 @@ from .count.normalize import Normalizer
 from .count.peer_families import PeerOptions, needs_structures
 from .exceptions import KievalOptionError
 from .read.dataset import Dataset
-from .read.formats import LoadOptions
+from .read.formats import LoadOptions, check_scoring_cost
 from .read.load import load
 from .result.consensus import with_confidence_sources
 from .result.registry import resolve_families
-from .result.results import EvaluationResult, ModelResult
+from .result.results import EvaluationResult
 from .result.scoring import (
     DatasetLike,
     KeyCounts,
     Progress,
-    finish,
     named_inputs,
     score_model,
+    score_models,
     unique_name,
 )
 from .review.automation import DEFAULT_MISSING
@@ -42,8 +42,8 @@ ENGINES = ("local", "dask")
 
 def _as_dataset(item: DatasetLike, options: LoadOptions, name: str | None = None,
                 keep_structures: bool = False) -> Dataset:
-    if isinstance(item, Dataset):
-        return item
+    if isinstance(item, Dataset):  # built in Python: the scoring limits hold for it too
+        return check_scoring_cost(item, options.limits)
     return load(item, options, name=name, keep_structures=keep_structures)
 
 
@@ -163,35 +163,23 @@ def _evaluate(gt, predictions, *, normalizer, rules, metrics, load_options, peer
         preds[name] = pred
         report(2 + 2 * i, steps, f"read {name}")
     keys = {name: KeyCounts.of(pred) for name, pred in preds.items()}
-    rules = rules.bound_to(gt_set, normalizer)
+    rules = rules.bound_to(gt_set, normalizer)  # dates in the order of the GT as given, fixed or not
 
-    def scored(truth: Dataset, kept: dict[str, Dataset], ignored: dict[str, int], rules: FieldRules,
-               families: tuple[str, ...], step: bool) -> EvaluationResult:
-        compared = dataclasses.replace(normalizer, comparators=rules.comparator_pairs())
-        models: dict[str, ModelResult] = {}
-        for i, (name, pred) in enumerate(kept.items()):
-            models[name] = score_model(truth, pred, name=name, normalizer=compared, families=families,
-                                       peer_options=peer_options)
-            if step:
-                report(3 + 2 * i, steps, f"scored {name}")
-        return finish(truth, models, keys, compared, families, rules=rules, ignored=ignored)
-
-    def under_rules(truth: Dataset) -> EvaluationResult:
-        ignored: dict[str, int] = {}
-        truth = rules.without_ignored(truth, ignored)
-        kept = {name: rules.without_ignored(pred, ignored) for name, pred in preds.items()}
+    def scored(truth: Dataset) -> EvaluationResult:
+        applied = rules.applied(truth, preds, normalizer)
         if not rules.apply_suggested:
-            return scored(truth, kept, ignored, rules, families, step=True)
+            return score_models(applied, keys, families, peer_options, report)
         # the suggestions need the substitutions under the other rules: counted first, KIEval only
         from .result.suggest import suggested_rules
 
-        first = scored(truth, kept, ignored, rules, ("kieval",), step=False)
-        return scored(truth, kept, ignored, suggested_rules(first).over(rules), families, step=True)
+        first = score_models(applied, keys, ("kieval",), peer_options)
+        suggested = applied.under(suggested_rules(first).over(applied.rules))
+        return score_models(suggested, keys, families, peer_options, report)
 
     if fixes is None:
-        return under_rules(gt_set)
-    before = under_rules(gt_set)
-    fixed = under_rules(apply_fixes(gt_set, fixes, normalizer, fixes_source))
+        return scored(gt_set)
+    before = scored(gt_set)
+    fixed = scored(apply_fixes(gt_set, fixes, normalizer, fixes_source))
     return dataclasses.replace(fixed, before_fixes=before, label_fixes=fixes)
 
 
