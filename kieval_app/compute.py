@@ -19,6 +19,7 @@ No Streamlit here: the frame passes the store, the session id and a progress cal
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import logging
 import threading
@@ -46,7 +47,7 @@ from kieval_core.result.scoring import (
     score_model,
 )
 from kieval_core.result.suggest import suggested_rules
-from kieval_core.rules import FieldRules
+from kieval_core.rules import Applied, FieldRules
 
 from .serving.isolation import ChildDied, run_isolated
 from .serving.store import Busy, Store, Task, TaskCancelled
@@ -122,12 +123,8 @@ def read_dataset(store: Store, source: Source, options: AppOptions, role: str,
     freed. It raises what the read raised, or :class:`~kieval_app.serving.isolation.ChildDied`."""
     name = "ground truth" if role == "gt" else source.stem
     cost = load_estimate(source.data, source.name)
-    arguments = (source.data, source.name, options.load_options(role))
-    keywords = {"name": name, "keep_structures": _keep_structures(options)}
-
-    def read() -> Dataset:
-        return _run(store, cost, waiting, load_bytes, *arguments, **keywords)
-
+    read = functools.partial(_run, store, cost, waiting, load_bytes, source.data, source.name,
+                             options.load_options(role), name=name, keep_structures=_keep_structures(options))
     return store.get(_dataset_key(source, options, role), read, cost=cost, waiting=waiting)
 
 
@@ -173,13 +170,20 @@ def admit_upload(store: Store, session: str, sources: Sources, source: Source, o
 
 def page_images(store: Store, source: Source) -> PageImages:
     """Page images read and downscaled once per content, shared by every session (raises
-    :class:`KievalInputError` for an archive that cannot be read or is too large)."""
+    :class:`KievalInputError` for an archive that cannot be read or is too large). They are
+    read in a child process whatever their bytes (a few KB can hold pages of millions of
+    pixels): the server's other sessions keep the GIL and the child can be killed."""
     limits = image_limits()
 
     def read() -> PageImages:
-        return read_page_images(image_files(source.data, source.name, limits), source.name, limits)
+        return run_isolated(read_images, source.data, source.name, limits)
 
     return store.get(_images_key(source, limits), read)
+
+
+def read_images(data: bytes, name: str, limits: ImageLimits) -> PageImages:
+    """The pages of one upload of page images (a zip or one file): what the child runs."""
+    return read_page_images(image_files(data, name, limits), name, limits)
 
 
 def image_limits() -> ImageLimits:
@@ -250,14 +254,12 @@ def score(store: Store, gt: Source, pred: Source, options: AppOptions,
     def compute() -> tuple[ModelResult, KeyCounts, dict[str, int]]:
         gt_set = read_dataset(store, gt, options, "gt", waiting)
         pred_set = read_dataset(store, pred, options, "pred", waiting)
-        rules = _rules(options, suggested).bound_to(gt_set, options.normalizer)
+        applied = _rules(options, suggested).applied(gt_set, {}, options.normalizer)
         ignored: dict[str, int] = {}
-        gt_scored = rules.without_ignored(gt_set, {})
-        pred_scored = rules.without_ignored(pred_set, ignored)
-        normalizer = dataclasses.replace(options.normalizer, comparators=rules.comparator_pairs())
+        pred_scored = applied.rules.without_ignored(pred_set, ignored)
         matching = matching_cost(group_counts(gt_set).to_dict(), group_counts(pred_set).to_dict())
-        model = _run(store, max(cost, matching), waiting, score_model, gt_scored, pred_scored,
-                     name=pred.stem, normalizer=normalizer)
+        model = _run(store, max(cost, matching), waiting, score_model, applied.gt, pred_scored,
+                     name=pred.stem, normalizer=applied.normalizer)
         return model, KeyCounts.of(pred_set), ignored
 
     return store.get(_model_key(gt, pred, options, suggested), compute, cost=cost, waiting=waiting)
@@ -317,11 +319,16 @@ def build_workspace(
     except Exception as exc:
         store.hold(session, ())
         return Workspace(sources, options, None, (read_message(gt, exc),), key)
-    result, problems, pending, keys = _scored(store, gt, gt_set, sources, options, progress, held, None)
+    families = resolve_families(options.families)
+    applied, models, keys, problems, pending = _scored(store, gt, gt_set, sources, options, progress, held)
+    result = finish(applied.gt, models, keys, applied.normalizer, families, rules=applied.rules,
+                    ignored=applied.ignored)
     if options.apply_suggested and result.models:
-        suggestions = suggested_rules(result)
-        result, problems, pending, keys = _scored(store, gt, gt_set, sources, options, progress, held,
-                                                  suggestions)
+        suggested = suggested_rules(result)
+        applied, models, keys, problems, pending = _scored(store, gt, gt_set, sources, options, progress,
+                                                           held, suggested)
+        result = finish(applied.gt, models, keys, applied.normalizer, families, rules=applied.rules,
+                        ignored=applied.ignored)
     one_sided = tuple(one_sided_keys(KeyCounts.of(gt_set), keys))
     ws = Workspace(sources, options, result, tuple(problems), key, tuple(pending), one_sided)
     ws = _with_images(store, ws, held)
@@ -330,14 +337,14 @@ def build_workspace(
 
 
 def _scored(store: Store, gt: Source, gt_set: Dataset, sources: Sources, options: AppOptions,
-            progress: Progress, held: list[Hashable], suggested: FieldRules | None
-            ) -> tuple[EvaluationResult, list[str], list, dict[str, KeyCounts]]:
+            progress: Progress, held: list[Hashable], suggested: FieldRules | None = None
+            ) -> tuple[Applied, dict[str, ModelResult], dict[str, KeyCounts], list[str], list]:
     """Every prediction file scored under the options' rules over the ``suggested`` ones
-    applied (KIEval now, peer families in the background), as one result; the problems met
+    (KIEval now, peer families in the background): the rules applied to the ground truth
+    (with the values they ignored in every file), the models, their keys, the problems met
     and the peer work pending. What it holds in the store goes into ``held``."""
-    rules = _rules(options, suggested).bound_to(gt_set, options.normalizer)
-    ignored: dict[str, int] = {}
-    gt_scored = rules.without_ignored(gt_set, ignored)
+    applied = _rules(options, suggested).applied(gt_set, {}, options.normalizer)
+    ignored = dict(applied.ignored)
     models: dict[str, ModelResult] = {}
     keys: dict[str, KeyCounts] = {}
     problems, pending = [], []
@@ -366,10 +373,7 @@ def _scored(store: Store, gt: Source, gt_set: Dataset, sources: Sources, options
             else:
                 peer = figures
         models[name] = dataclasses.replace(model, name=name, peer=peer)
-    normalizer = dataclasses.replace(options.normalizer, comparators=rules.comparator_pairs())
-    result = finish(gt_scored, models, keys, normalizer, resolve_families(options.families), rules=rules,
-                    ignored=ignored)
-    return result, problems, pending, keys
+    return dataclasses.replace(applied, ignored=ignored), models, keys, problems, pending
 
 
 def open_run(store: Store, session: str, sources: Sources, options: AppOptions) -> Workspace:

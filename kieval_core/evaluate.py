@@ -15,18 +15,17 @@ from .count.normalize import Normalizer
 from .count.peer_families import PeerOptions, needs_structures
 from .exceptions import KievalOptionError
 from .read.dataset import Dataset
-from .read.formats import LoadOptions
+from .read.formats import LoadOptions, check_scoring_cost
 from .read.load import load
 from .result.consensus import with_confidence_sources
 from .result.registry import resolve_families
-from .result.results import EvaluationResult, ModelResult
+from .result.results import EvaluationResult
 from .result.scoring import (
     DatasetLike,
     KeyCounts,
     Progress,
-    finish,
     named_inputs,
-    score_model,
+    score_models,
     unique_name,
 )
 from .rules import GT_ORDER_DATE, FieldRules
@@ -38,8 +37,8 @@ ENGINES = ("local", "dask")
 
 def _as_dataset(item: DatasetLike, options: LoadOptions, name: str | None = None,
                 keep_structures: bool = False) -> Dataset:
-    if isinstance(item, Dataset):
-        return item
+    if isinstance(item, Dataset):  # built in Python: the scoring limits hold for it too
+        return check_scoring_cost(item, options.limits)
     return load(item, options, name=name, keep_structures=keep_structures)
 
 
@@ -142,25 +141,12 @@ def _evaluate(gt, predictions, *, normalizer, rules, metrics, load_options, peer
         preds[name] = pred
         report(2 + 2 * i, steps, f"read {name}")
     keys = {name: KeyCounts.of(pred) for name, pred in preds.items()}
-    rules = rules.bound_to(gt_set, normalizer)
-    ignored: dict[str, int] = {}
-    gt_set = rules.without_ignored(gt_set, ignored)
-    preds = {name: rules.without_ignored(pred, ignored) for name, pred in preds.items()}
-
-    def scored(rules: FieldRules, families: tuple[str, ...], step: bool) -> EvaluationResult:
-        compared = dataclasses.replace(normalizer, comparators=rules.comparator_pairs())
-        models: dict[str, ModelResult] = {}
-        for i, (name, pred) in enumerate(preds.items()):
-            models[name] = score_model(gt_set, pred, name=name, normalizer=compared, families=families,
-                                       peer_options=peer_options)
-            if step:
-                report(3 + 2 * i, steps, f"scored {name}")
-        return finish(gt_set, models, keys, compared, families, rules=rules, ignored=ignored)
-
+    applied = rules.applied(gt_set, preds, normalizer)
     if not rules.apply_suggested:
-        return scored(rules, families, step=True)
+        return score_models(applied, keys, families, peer_options, report)
     # the suggestions need the substitutions under the other rules: counted first, KIEval only
     from .result.suggest import suggested_rules
 
-    first = scored(rules, ("kieval",), step=False)
-    return scored(suggested_rules(first).over(rules), families, step=True)
+    first = score_models(applied, keys, ("kieval",), peer_options)
+    suggested = applied.under(suggested_rules(first).over(applied.rules))
+    return score_models(suggested, keys, families, peer_options, report)

@@ -84,13 +84,17 @@ LIMITS = (
     LimitSpec("groups_per_doc", "KIEVAL_MAX_GROUPS_PER_DOC", "--max-groups-per-doc", "groups",
               "groups of one type in one document (menu lines, line items): matching them costs the "
               "square of their number, about 160 bytes each (2,000 groups: 0.6 GiB)"),
+    LimitSpec("values_per_group", "KIEVAL_MAX_VALUES_PER_GROUP", "--max-values-per-group", "values",
+              "values of one type in one group (or in a document's non-group part): pairing the wrong "
+              "ones costs the product of their numbers"),
     LimitSpec("heavy_loads", "KIEVAL_MAX_HEAVY_LOADS", "--max-heavy-loads", "loads",
               "dashboard: reads and scorings of large inputs (estimated at 64 MiB or more) that run at "
               "once; more wait their turn ('waiting for N other uploads to finish')"),
 )
 SPECS = {spec.field: spec for spec in LIMITS}
 #: The limits that are counts (whole numbers); the others are sizes or a ratio.
-WHOLE = ("rows", "image_pixels", "images_pixels", "pdf_pages", "value_chars", "groups_per_doc", "heavy_loads")
+WHOLE = ("rows", "image_pixels", "images_pixels", "pdf_pages", "value_chars", "groups_per_doc",
+         "values_per_group", "heavy_loads")
 
 
 def machine_memory_mb() -> float:
@@ -145,6 +149,7 @@ class Limits:
     pdf_pages: int = 50
     value_chars: int = 100_000
     groups_per_doc: int = 2_000
+    values_per_group: int = 2_000
     heavy_loads: int = 1
 
     def __post_init__(self) -> None:
@@ -167,7 +172,7 @@ class Limits:
                        session_mb=float(memory), memory_mb=float(memory))
         return cls(file_mb=200.0, uncompressed_mb=512.0, zip_ratio=200.0, rows=5_000_000,
                    session_mb=session_default(memory), memory_mb=float(memory), value_chars=10_000,
-                   groups_per_doc=1_000)
+                   groups_per_doc=1_000, values_per_group=1_000)
 
     @classmethod
     def from_env(cls, context: str = "cli", environ: Mapping[str, str] | None = None,

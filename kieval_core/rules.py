@@ -203,6 +203,17 @@ class FieldRules:
         types = entities["entity_type"].astype(object).to_numpy()
         return self.with_gt_date_orders(pd.Series(normalised[codes]).groupby(types).agg(list).to_dict())
 
+    def applied(self, gt: Dataset, predictions: Mapping[str, Dataset], normalizer: Normalizer) -> Applied:
+        """These rules applied to the inputs, the one step between reading and counting:
+        bound to ``gt`` (:meth:`bound_to`), the ignored fields left out of every dataset
+        (counted per type in :attr:`Applied.ignored`), and the normaliser comparing with
+        their comparators."""
+        rules = self.bound_to(gt, normalizer)
+        ignored: dict[str, int] = {}
+        gt = rules.without_ignored(gt, ignored)
+        predictions = {name: rules.without_ignored(pred, ignored) for name, pred in predictions.items()}
+        return Applied(rules, gt, predictions, normalizer, ignored).under(rules)
+
     def without_ignored(self, dataset: Dataset, counts: dict[str, int]) -> Dataset:
         """``dataset`` without the entities of ignored types; adds how many it had per type
         to ``counts``."""
@@ -268,6 +279,24 @@ EXTRACT_BENCH = {"string_exact": "exact", "string_case_insensitive": "casefold",
                  "integer_exact": "number", "number_tolerance": "number", "boolean_exact": "exact",
                  "skip": "ignore"}
 _STICKLER_PREFIX = "x-aws-stickler-"
+
+
+@dataclass(frozen=True)
+class Applied:
+    """Field rules applied to a ground truth and its prediction sets (:meth:`FieldRules.applied`):
+    the datasets without the ignored fields, how many values each ignored field had, and
+    the normaliser comparing under ``rules``."""
+
+    rules: FieldRules
+    gt: Dataset
+    predictions: Mapping[str, Dataset]
+    normalizer: Normalizer
+    ignored: Mapping[str, int]
+
+    def under(self, rules: FieldRules) -> Applied:
+        """The same datasets compared under ``rules`` (the suggestions over the rules applied)."""
+        return replace(self, rules=rules,
+                       normalizer=replace(self.normalizer, comparators=rules.comparator_pairs()))
 
 
 def read_rules_file(source: str | Path | Mapping[str, Any], name: str | None = None) -> FieldRules:

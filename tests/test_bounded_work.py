@@ -185,3 +185,37 @@ def test_a_dense_table_is_estimated_by_its_lines():
     dense = b"doc_id,entity,value\n" + lines
     assert load_estimate(dense, "dense.csv") >= 200_000 * BYTES_PER_ENTITY  # before: 5 a byte, 4.4x less
     assert load_estimate(dense, "dense.jsonl") == 5 * len(dense)  # nested JSON: by its bytes
+
+
+def test_a_dataset_built_in_python_is_checked_too():
+    from kieval_core import evaluate
+
+    gt = load_bytes(_menu_line_bytes("gt_parse", 2_001), "gt.jsonl", LoadOptions(
+        limits=replace(Limits.defaults("cli"), groups_per_doc=5_000)))
+    with pytest.raises(LimitExceeded, match="2,001 groups of type 'menu'"):
+        evaluate(gt, {"same": gt})
+
+
+def _menu_line_bytes(key: str, lines: int) -> bytes:
+    menu = [{"nm": {"value": f"ITEM {i}"}} for i in range(lines)]
+    return (json.dumps({"doc_id": "big", key: {"menu": menu}}) + "\n").encode()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="address-space limit")
+def test_many_values_of_one_type_in_one_group_are_refused_by_name(tmp_path):
+    """5,000 wrong values of one type outside any group: their pairing took 26 s and 3.3 GiB."""
+    for side, letter in (("gt", "A"), ("pred", "B")):
+        rows = "".join(f"d,item,{letter}{i}\n" for i in range(5_000))
+        (tmp_path / f"{side}.csv").write_text("doc_id,entity,value\n" + rows)
+    done, seconds = run_bounded(["evaluate", "--gt", str(tmp_path / "gt.csv"),
+                                 "--pred", str(tmp_path / "pred.csv")])
+    assert done.returncode == 2 and seconds < 30
+    assert ("gt.csv, document 'd': 5,000 values of 'item' outside any group (pairing them costs their number "
+            "squared) is above the limit of 2,000 values (raise it with --max-values-per-group or "
+            "KIEVAL_MAX_VALUES_PER_GROUP)") in done.stderr
+    lines = [{"nm": {"value": "x"}, "sub": [{"nm": {"value": f"s{i}"}} for i in range(3)]}]
+    grouped = {"doc_id": "d", "gt_parse": {"menu": [{"nm": {"value": f"v{i}"}} for i in range(3)] + lines}}
+    path = tmp_path / "g.jsonl"
+    path.write_text(json.dumps(grouped) + "\n")
+    with pytest.raises(LimitExceeded, match="3 values of 'menu.sub.nm' in one 'menu' group"):
+        load(path, LoadOptions(limits=replace(Limits.defaults("cli"), values_per_group=1)))

@@ -6,6 +6,7 @@ confidences come from."""
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 from pathlib import Path
 
@@ -17,7 +18,8 @@ from kieval_core.count.normalize import Normalizer
 from kieval_core.output.render import report_json
 from kieval_core.read.shards import read_shard
 from kieval_core.result.consensus import with_confidence_sources
-from kieval_core.result.scoring import KeyCounts, finish, score_model
+from kieval_core.result.scoring import KeyCounts, finish, score_model, score_models
+from kieval_core.rules import FieldRules
 from kieval_core.scale.partitions import Input, Job, score_partition
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -145,7 +147,7 @@ def _calls(path: Path) -> set[str]:
                                   "kieval_core/accumulator.py", "kieval_app/compute.py"])
 def test_every_way_of_evaluating_goes_through_the_orchestrator(path):
     calls = _calls(ROOT / path)
-    assert "finish" in calls or "score_model" in calls, path
+    assert calls & {"finish", "score_model", "score_models"}, path
     assert "ModelResult" not in calls and "EvaluationResult" not in calls, path
     assert not calls & {"count", "from_counted"}, path
 
@@ -164,3 +166,35 @@ def test_a_model_result_is_built_from_counts_in_one_place():
     builders = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "kieval_core").rglob("*.py")
                       if "ModelResult" in _calls(p))
     assert builders == ["kieval_core/output/runs.py", "kieval_core/result/scoring.py"]
+
+
+def test_the_rules_are_applied_in_one_step():
+    """``FieldRules.applied``: the ignored field left out of every dataset and counted per
+    type (ground truth first), dates declared without an order read in the ground truth's
+    order, and the normaliser comparing under the bound rules; ``under`` swaps the rules
+    and keeps the datasets."""
+    gt = dataset({"d1": [("", 0, "total", "5.00"), ("", 0, "date", "31/01/2024"), ("", 0, "tip", "1")],
+                  "d2": [("", 0, "tip", "2"), ("", 0, "date", "02/03/2024")]}, "gt")
+    pred = dataset({"d1": [("", 0, "total", "5"), ("", 0, "tip", "1")]}, "a")
+    rules = FieldRules.of({"tip": "ignore", "date": "date:gt", "total": "number"})
+    applied = rules.applied(gt, {"a": pred}, Normalizer())
+    assert dict(applied.ignored) == {"tip": 3}  # 2 in the ground truth, 1 predicted
+    assert "tip" not in set(applied.gt.entities["entity_type"])
+    assert "tip" not in set(applied.predictions["a"].entities["entity_type"])
+    assert applied.rules.comparator_for("date") == "date:dmy"  # 31/01 decides: day first
+    assert dict(applied.normalizer.comparators) == {"date": "date:dmy", "total": "number"}
+    exact = applied.under(FieldRules())
+    assert exact.normalizer.comparators == () and exact.gt is applied.gt and exact.ignored == applied.ignored
+    result = evaluate(gt, {"a": pred}, rules=rules)
+    assert _report(score_models(applied, {"a": KeyCounts.of(pred)}, ("kieval",))) == _report(result)
+
+
+def test_following_gt_from_evaluate_returns_at_most_five_times():
+    """Issue 30's bar, measured by ``bench/trace_house.py``: the path from the gt file to the
+    result leaves a layer and comes back to it at most five times."""
+    spec = importlib.util.spec_from_file_location("trace_house", ROOT / "bench" / "trace_house.py")
+    trace_house = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(trace_house)
+    runs = trace_house.returns(["a.x", "a.y.z", "a.y.w", "a.x", "a.q", "a.x"])
+    assert runs == (["x", "y", "x", "q", "x"], 2)
+    assert trace_house.trace_evaluate(show=False) <= 5

@@ -50,8 +50,10 @@ def _rank_axis(shown: pd.DataFrame) -> dict:
     ticks = np.unique(np.linspace(0, n - 1, min(n, 7)).round().astype(int))
     return {
         "tickvals": ticks.tolist(),
-        "ticktext": [f"τ {threshold_text(float(shown['threshold'].iloc[t]), short=True)}" for t in ticks],
-        "title": "threshold τ (in order; one step per operating point, not to scale)",
+        "ticktext": [threshold_text(float(shown['threshold'].iloc[t]), short=True) for t in ticks],
+        # the caption under the chart says the rest (one step per operating point); a half-width
+        # chart has room for about 32 characters of axis title
+        "title": "threshold τ (not to scale)",
         "range": [-0.5, n - 0.5],
     }
 

@@ -21,7 +21,7 @@ from ..exceptions import KievalOptionError, NoCommonDocuments
 from ..read.dataset import Dataset, DatasetSummary
 from ..read.doc_ids import id_mismatch
 from ..review.automation import DEFAULT_MISSING, ReviewModel
-from ..rules import FieldRules
+from ..rules import Applied, FieldRules
 from .consensus import missing_confidence_warning
 from .registry import PeerStep, compute_peer
 from .results import EvaluationResult, ModelResult
@@ -54,8 +54,28 @@ def finish(gt: Dataset | DatasetSummary, models: Mapping[str, ModelResult], keys
     """
     gt_keys = KeyCounts.of(gt) if gt_keys is None else gt_keys
     warnings = tuple(k.message for k in one_sided_keys(gt_keys, keys))
-    return EvaluationResult(gt, dict(models), normalizer, families, warnings, rules or FieldRules(),
+    if rules is None or not (rules.rules or rules.apply_suggested):  # no rules at all: the empty set
+        rules = FieldRules()
+    return EvaluationResult(gt, dict(models), normalizer, families, warnings, rules,
                             dict(ignored or {}))
+
+
+def score_models(applied: Applied, keys: Mapping[str, KeyCounts], families: tuple[str, ...],
+                 peer_options: PeerOptions = PeerOptions(), progress: Progress | None = None
+                 ) -> EvaluationResult:
+    """Every prediction set of ``applied`` (field rules applied to the inputs) scored by
+    :func:`score_model`, then :func:`finish`: the evaluation of :func:`~kieval_core.evaluate`.
+    ``progress`` is called after each model as step ``3 + 2 * i`` of ``1 + 2 * models``
+    (reading took the others)."""
+    models: dict[str, ModelResult] = {}
+    steps = 1 + 2 * len(applied.predictions)
+    for i, (name, pred) in enumerate(applied.predictions.items()):
+        models[name] = score_model(applied.gt, pred, name=name, normalizer=applied.normalizer,
+                                   families=families, peer_options=peer_options)
+        if progress is not None:
+            progress(3 + 2 * i, steps, f"scored {name}")
+    return finish(applied.gt, models, keys, applied.normalizer, families, rules=applied.rules,
+                  ignored=applied.ignored)
 
 
 def unique_name(name: str, taken: Mapping[str, object]) -> None:
@@ -79,10 +99,17 @@ def score_model(gt: Dataset, pred: Dataset, *, name: str, normalizer: Normalizer
     """
     if not partition:
         check_overlap(gt, pred)
-    scored = score(gt, pred, normalizer)
-    return model_result(name, pred, Tally.from_counted(scored.counted), scored.missing, scored.unknown,
-                        meta=gt.meta, counted=scored.counted,
-                        peer=compute_peer(families, gt, scored.restricted, peer_options))
+    # predicted documents absent from the GT are left out of every figure (and named in the
+    # warnings); every figure of a document depends on that document alone, so scoring
+    # disjoint sets of documents apart and merging the tallies gives the figures of the whole
+    restricted = restrict(gt, pred)
+    gt_ids, pred_ids = set(gt.doc_ids), set(pred.doc_ids)
+    missing = tuple(sorted(d for d in gt.doc_ids if d not in pred_ids))
+    unknown = tuple(sorted(d for d in pred.doc_ids if d not in gt_ids))
+    counted = count(gt, restricted, normalizer)
+    tally = Tally.from_counted(counted, ReviewModel.from_counted(counted))
+    return model_result(name, pred, tally, missing, unknown, meta=gt.meta, counted=counted,
+                        peer=compute_peer(families, gt, restricted, peer_options))
 
 
 def model_result(name: str, pred: Dataset | DatasetSummary, tally: Tally, missing: tuple[str, ...],
@@ -98,28 +125,6 @@ def model_result(name: str, pred: Dataset | DatasetSummary, tally: Tally, missin
         peer={} if peer is None else peer, meta=meta, format=pred.format, notes=pred.notes,
         partition_error_list=partition_error_list,
     )
-
-
-@dataclass(frozen=True)
-class Scored:
-    """One prediction set counted against the ground truth (or a partition of both)."""
-
-    counted: Counted
-    restricted: Dataset  # the predictions of GT documents only
-    missing: tuple[str, ...]  # GT documents without predictions, sorted
-    unknown: tuple[str, ...]  # predicted documents absent from the GT, sorted
-
-
-def score(gt: Dataset, pred: Dataset, normalizer: Normalizer) -> Scored:
-    """Restrict the predictions to the GT documents and count them. Every figure of a
-    document depends on that document alone, so scoring disjoint sets of documents apart
-    and merging the tallies gives the figures of the whole (a distributed run)."""
-    restricted = restrict(gt, pred)
-    gt_ids = set(gt.doc_ids)
-    pred_ids = set(pred.doc_ids)
-    missing = tuple(sorted(d for d in gt.doc_ids if d not in pred_ids))
-    unknown = tuple(sorted(d for d in pred.doc_ids if d not in gt_ids))
-    return Scored(count(gt, restricted, normalizer), restricted, missing, unknown)
 
 
 def restrict(gt: Dataset, pred: Dataset) -> Dataset:

@@ -48,7 +48,9 @@ class Tally:
     review: ReviewModel
 
     @classmethod
-    def from_counted(cls, counted: Counted) -> Tally:
+    def from_counted(cls, counted: Counted, review: ReviewModel | None = None) -> Tally:
+        """The counts of one counted prediction set; ``review`` its review model when
+        already built (:meth:`~kieval_core.review.automation.ReviewModel.from_counted`)."""
         cells, pairs, flat = counted.cells, counted.pairs, counted.flat
         group = pd.DataFrame({
             "doc_id": pairs["doc_id"], "group_type": pairs["group_type"],
@@ -72,7 +74,7 @@ class Tally:
         types = pd.concat([by(cells, "entity_type", counts), by(flat, "entity_type", FLAT_COUNTS)], axis=1)
         gtypes = pd.concat([by(cells, "group_type", counts), by(group, "group_type", GROUP_COUNTS)], axis=1)
         return cls(documents, types.fillna(0).astype(np.int64), gtypes.fillna(0).astype(np.int64),
-                   ReviewModel.from_counted(counted))
+                   ReviewModel.from_counted(counted) if review is None else review)
 
     @classmethod
     def merge(cls, parts: list[Tally]) -> Tally:

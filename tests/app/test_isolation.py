@@ -313,3 +313,27 @@ def test_a_scoring_whose_matching_is_heavy_runs_in_a_child_whatever_the_bytes():
     small_gt, small_pred = _menu_source("g.jsonl", "gt_parse", 20), _menu_source("p.jsonl", "prediction", 20)
     compute.score(Store(), small_gt, small_pred, AppOptions(), calls.append)
     assert len(calls) == told  # 20 lines: scored in the server's thread
+
+
+def test_page_images_are_read_in_a_child(monkeypatch):
+    """Issue 33, N1/N11: a few KB of page images can cost minutes; they never run in the
+    server's thread."""
+    import io
+    import zipfile
+
+    from PIL import Image
+
+    children: list[str] = []
+
+    def isolated(function, *args, **kwargs):
+        children.append(function.__name__)
+        return run_isolated(function, *args, **kwargs)
+
+    monkeypatch.setattr(compute, "run_isolated", isolated)
+    png = io.BytesIO()
+    Image.new("RGB", (40, 60), "white").save(png, "PNG")
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("validation_0000.png", png.getvalue())
+    images = compute.page_images(Store(), Source.of("pages.zip", archive.getvalue()))
+    assert children == ["read_images"] and images.n_pages("validation_0000") == 1

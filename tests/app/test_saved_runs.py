@@ -153,3 +153,15 @@ def test_a_run_open_in_a_session_stays_readable_when_it_is_deleted_elsewhere(run
     rerun(fresh)
     said = re.sub(r"\\(.)", r"\1", " ".join(e.value for e in fresh.error))
     assert "Saved run weak: not a saved run (no manifest.json)" in said and str(runs) not in said
+
+
+def test_delete_any_run_is_an_explicit_option_of_the_server(monkeypatch):
+    from kieval_app.serving import launch
+
+    started = []
+    monkeypatch.setattr(launch.os, "execve", lambda path, line, env: started.append(env))
+    monkeypatch.setattr(launch.os, "chdir", lambda path: None)
+    monkeypatch.delenv("KIEVAL_DELETE_ANY_RUN", raising=False)
+    main(["dashboard", "--port", "8599"])  # execve stands in for the server: nothing starts
+    main(["dashboard", "--port", "8599", "--delete-any-run"])
+    assert [env.get("KIEVAL_DELETE_ANY_RUN") for env in started] == [None, "1"]

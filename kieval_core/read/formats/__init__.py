@@ -468,9 +468,10 @@ def load_files(files: Mapping[str, bytes], source: str, options: LoadOptions, na
 def check_scoring_cost(dataset: Dataset, limits: Limits) -> Dataset:
     """``dataset`` when scoring it stays within ``limits``; else a :class:`LimitExceeded`
     naming the document and the figure, before any work grows with it: the longest value
-    (comparing two values costs the product of their lengths) and the most groups of one
-    type in one document (group matching costs the square of their number). One pass over
-    the value lengths and the group indices.
+    (comparing two values costs the product of their lengths), the most groups of one
+    type in one document (group matching costs the square of their number) and the most
+    values of one type in one group (pairing the wrong ones costs the product of their
+    numbers). One pass over the value lengths, one count per group and per group and type.
     """
     entities = dataset.entities
     if not len(entities):
@@ -487,6 +488,13 @@ def check_scoring_cost(dataset: Dataset, limits: Limits) -> Dataset:
         limits.check("groups_per_doc", most, dataset.source,
                      f"of type {group_type!r} (matching them costs their number squared)",
                      where=f"document {doc_id!r}")
+    cells = entities.groupby(["doc_id", "group_type", "group", "entity_type"], sort=False, observed=True)
+    values = cells.size()
+    (doc_id, group_type, group, entity_type), most = values.idxmax(), int(values.max())
+    inside = f"in one {group_type!r} group" if group >= 0 else "outside any group"
+    limits.check("values_per_group", most, dataset.source,
+                 f"of {entity_type!r} {inside} (pairing them costs their number squared)",
+                 where=f"document {doc_id!r}")
     return dataset
 
 
