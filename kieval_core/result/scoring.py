@@ -66,7 +66,7 @@ def finish(gt: Dataset | DatasetSummary, models: Mapping[str, ModelResult], keys
     if rules is None or not (rules.rules or rules.apply_suggested):  # no rules at all: the empty set
         rules = FieldRules()
     return EvaluationResult(gt, dict(models), normalizer, families, warnings, rules,
-                            dict(ignored or {}), one_sided)
+                            dict(ignored or {}), one_sided=one_sided)
 
 
 def score_models(applied: Applied, keys: Mapping[str, KeyCounts], families: tuple[str, ...],
