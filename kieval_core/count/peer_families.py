@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..choices import STRUCTURES as STRUCTURES
 from ..exceptions import KievalOptionError
 from ..read.dataset import Dataset
 from ..read.formats.builder import ALTERNATIVE_SET
@@ -56,7 +57,6 @@ class PeerFigures:
 
 
 #: What ANLS* and nTED score (:class:`PeerOptions`).
-STRUCTURES = ("uploaded", "renested")
 
 
 @dataclass(frozen=True)
