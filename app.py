@@ -28,6 +28,7 @@ page = st.navigation(
         st.Page("app_pages/errors.py", title="Errors", icon=":material/rule:"),
         st.Page("app_pages/automation.py", title="Automation", icon=":material/tune:"),
         st.Page("app_pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
+        st.Page("app_pages/suspects.py", title="Suspect labels", icon=":material/fact_check:"),
         st.Page("app_pages/guide.py", title="Metrics guide", icon=":material/menu_book:"),
     ]
 )

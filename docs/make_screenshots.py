@@ -30,6 +30,7 @@ PAGES = [
     ("errors", "Errors"),
     ("automation", "Automation"),
     ("compare", "Compare"),
+    ("suspects", "Suspect labels"),
     ("guide", "Metrics guide"),
 ]
 
@@ -119,6 +120,16 @@ def upload(page, gt: Path, preds: list[Path], meta: str | None, images: Path | N
         wait_idle(page)
 
 
+def mark_first_suspect(page) -> None:
+    """On the Suspect labels page: the first suspect marked "label is wrong", so the figures
+    with the fix show beside the original."""
+    form = page.get_by_test_id("stForm").first
+    form.get_by_text("label is wrong: use this value").click()
+    form.get_by_role("textbox").nth(1).fill("checked against the receipt")
+    form.get_by_role("button", name="Save verdict").click()
+    wait_idle(page)
+
+
 def capture_view(page, path: Path) -> None:
     """The document view and the values table beside it, alone."""
     view = page.locator(".st-key-docs_view")
@@ -170,6 +181,8 @@ def main(argv: list[str] | None = None) -> None:
                 page.locator(".st-key-auto_scope").get_by_role("combobox").click()
                 page.get_by_role("option", name="one τ per field").click()
                 wait_idle(page)
+            if name == "suspects":
+                mark_first_suspect(page)
             target = out / f"{args.prefix}{name}.png"
             if name == "documents" and args.view:
                 view = out / f"{args.prefix}document_view.png"

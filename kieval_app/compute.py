@@ -473,8 +473,9 @@ class Ahead:
 AHEAD = Ahead()
 
 
-def save_workspace(ws: Workspace, directory: Path) -> Path:
-    """Save the workspace's evaluation as a run (the report with the default decisions)."""
+def save_workspace(ws: Workspace, directory: Path, verdicts: dict[str, dict] | None = None) -> Path:
+    """Save the workspace's evaluation as a run (the report with the default decisions),
+    with the reviewer's verdicts on its suspect labels."""
     sources = ws.sources
     inputs = {
         "gt": {"source": sources.gt.name, "digest": sources.gt.digest},
@@ -486,4 +487,4 @@ def save_workspace(ws: Workspace, directory: Path) -> Path:
     options = {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(ws.options).items()
                if k != "limits"}
     report = render_report(ws.result, DecisionOptions())
-    return save_run(ws.result, directory / ws.key, report.text, inputs, options)
+    return save_run(ws.result, directory / ws.key, report.text, inputs, options, verdicts=verdicts)

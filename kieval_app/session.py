@@ -23,6 +23,10 @@ render. Session state holds only these keys (besides widget values):
 ``delete_run``      the id of the saved run whose deletion waits for a confirmation
 ``saved``           the ids of the runs this session saved: the ones it may delete
                     (every run with ``kieval dashboard --delete-any-run``)
+``verdicts``        the reviewer's verdicts on suspect labels, per ground truth (its
+                    digest): ``{gt: {suspect key: verdict}}`` (:func:`verdicts`); saved
+                    with a run and taken up again when it is opened
+``suspect``         the key of the suspect shown on the Suspect labels page
 ==================  ===============================================================
 
 Saved runs live under :func:`runs_dir`; the URL's ``run=<id>`` names the run a page
@@ -30,7 +34,7 @@ showed, so a new session (after a refresh or a restart) can offer to reopen it.
 
 Widget keys: ``opt_*`` (sidebar options), ``model`` (model picker), ``upload_gt_<n>`` /
 ``upload_pred_<n>`` (Overview), ``docs_*``, ``errors_*``, ``auto_*``, ``cmp_*`` on the
-pages. Every key is fixed: none grows with the data.
+pages, ``sus_*`` on the Suspect labels page. Every key is fixed: none grows with the data.
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ from .sources import DEFAULT_SAMPLE, AppOptions, Source, Sources, sample_sources
 SOURCES, PENDING, REFUSED, MESSAGES, UPLOADER = "sources", "pending", "refused", "messages", "uploader"
 WORKSPACE, DOC, URL, FRESH, MODEL = "workspace", "doc", "url", "fresh", "model"
 ARRIVAL, DELETE_RUN, SAVED = "arrival", "delete_run", "saved"
+VERDICTS, SUSPECT = "verdicts", "suspect"
 
 
 @st.cache_resource(show_spinner=False)
@@ -306,12 +311,26 @@ def describe(ws: Workspace) -> str:
     return f"Ground truth {gt_text}, {n} prediction file{'' if n == 1 else 's'}."
 
 
+def verdicts(ws: Workspace) -> dict[str, dict]:
+    """The reviewer's verdicts on this ground truth's suspect labels (a dict the Suspect
+    labels page changes in place): kept per ground truth for the session, so a page switch
+    or another set of models keeps them; a saved run brings its own when first opened."""
+    book = st.session_state.setdefault(VERDICTS, {})
+    if ws.saved is not None:
+        gt = ws.saved.manifest.get("inputs", {}).get("gt", {}).get("digest", ws.saved.key)
+    else:
+        gt = ws.sources.gt.digest if ws.sources.gt is not None else ""
+    if gt not in book:
+        book[gt] = ws.saved.verdicts if ws.saved is not None else {}
+    return book[gt]
+
+
 def save_run() -> None:
     """Save the current evaluation under the runs directory and put its id in the URL, so
     a refresh or a restart can offer to reopen it."""
     ws = current()
     try:
-        path = compute.save_workspace(ws, runs_dir())
+        path = compute.save_workspace(ws, runs_dir(), verdicts(ws))
     except (KievalInputError, KievalOptionError, OSError) as exc:  # e.g. another session saves it now
         st.session_state[MESSAGES] = [("error", f"The run was not saved: {exc}")]
         return

@@ -146,6 +146,16 @@ def _evaluate_options(ev: argparse.ArgumentParser) -> None:
     run.add_argument("--scheduler", metavar="ADDRESS",
                      help="with --engine dask: a running Dask scheduler (tcp://host:8786); default: a "
                           "LocalCluster on this machine's cores")
+    labels = ev.add_argument_group("suspect labels (SPEC 2f)")
+    labels.add_argument("--suspects", type=Path, metavar="OUT",
+                        help="write the suspect ground-truth values and gaps (values most models agree on "
+                             "against the GT), strongest evidence first; CSV or JSON by the file's suffix")
+    labels.add_argument("--suspect-agreement", type=int, metavar="K",
+                        help="how many models must agree for a suspect (default: more than half, at least 2)")
+    labels.add_argument("--gt-fixes", type=Path, metavar="FILE",
+                        help="a label-fix file (JSON list of {doc_id, entity_type, group, gt_value, "
+                             "fixed_value, note}): score against the fixed GT and report the figures "
+                             "before the fixes too (*_before_fixes); the GT file is not changed")
     decide = ev.add_argument_group("threshold decisions")
     decide.add_argument("--target-accuracy", type=float, default=0.95, metavar="A",
                         help="accuracy after review for the recommended threshold (default 0.95)")
@@ -410,7 +420,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     # the store is found (or the missing extra named) before the work starts
     tracker = MlflowTarget.open(args.mlflow or None) if args.mlflow is not None else None
     with OutputSet() as outputs:  # every output is staged before the work starts, then committed together
-        json_out, csv_out, run, decision_out = _staged(outputs, args)
+        json_out, csv_out, suspects_out, run, decision_out = _staged(outputs, args)
         if run is not None and args.engine == "dask":
             engine["run_dir"] = run.path
         progress = _Progress()
@@ -420,13 +430,14 @@ def _evaluate(args: argparse.Namespace) -> int:
                               metrics=args.metrics,
                               load_options=options, progress=progress, peer_options=peer,
                               missing_confidence=args.missing_confidence,
-                              confidence_from=args.confidence_from, **engine)
+                              confidence_from=args.confidence_from, gt_fixes=args.gt_fixes,
+                              suspect_agreement=args.suspect_agreement, **engine)
             report = render_report(result, decisions)
             progress.close()
             summary = _format_summary(summary_frame(result, report.figures))
         undefined = [str(w.message) for w in caught if issubclass(w.category, UndefinedMetricWarning)]
         _say_results(args, result, report.figures, summary, undefined)
-        _write(args, result, report, json_out, csv_out, run)
+        _write(args, result, report, json_out, csv_out, suspects_out, run)
         if decision_out is not None:
             decision_out.path.write_text(_decision(result, decisions, args), encoding="utf-8")
         outputs.commit()
@@ -452,21 +463,23 @@ def _engine(args: argparse.Namespace) -> dict:
 
 
 def _staged(outputs: OutputSet, args: argparse.Namespace) -> tuple:
-    """The outputs asked for (--json, --errors-csv, --save-run, --decision-out), each staged (None
-    when not asked)."""
+    """The outputs asked for (--json, --errors-csv, --suspects, --save-run, --decision-out), each
+    staged (None when not asked)."""
     from .output.runs import RunStage
 
     json_out = outputs.add(lambda: StagedFile(args.json, "--json")) if args.json else None
     csv_out = outputs.add(lambda: StagedFile(args.errors_csv, "--errors-csv")) if args.errors_csv else None
+    suspects_out = outputs.add(lambda: StagedFile(args.suspects, "--suspects")) if args.suspects else None
     run = outputs.add(lambda: RunStage(args.save_run, force=args.force)) if args.save_run else None
     decision = outputs.add(lambda: StagedFile(args.decision_out, "--decision-out")) \
         if args.decision_out else None
-    return json_out, csv_out, run, decision
+    return json_out, csv_out, suspects_out, run, decision
 
 
-def _write(args: argparse.Namespace, result, report, json_out, csv_out, run) -> None:
+def _write(args: argparse.Namespace, result, report, json_out, csv_out, suspects_out, run) -> None:
     """The staged outputs written (committed together by the caller)."""
     from .result.results import all_error_lists
+    from .review.suspects import write_suspects
     from .safe_text import csv_text
 
     if json_out is not None:
@@ -475,12 +488,16 @@ def _write(args: argparse.Namespace, result, report, json_out, csv_out, run) -> 
         run.write(result, report.text, _inputs(args.gt, args.pred), _options(args))
     if csv_out is not None:
         csv_text(all_error_lists(result), csv_out.path, args.csv_formulas)
+    if suspects_out is not None:
+        write_suspects(result.suspects, suspects_out.path, args.csv_formulas,
+                       as_json=args.suspects.suffix.lower() == ".json")
 
 
 def _say_results(args: argparse.Namespace, result, figures: dict, summary: str, undefined: list[str]) -> None:
     """The summary and the lines under it on stdout; warnings on stderr."""
     from .output.render import decision_notes, document_target_line, per_field_lines, rules_lines
     from .result.suggest import hint_lines
+    from .review.suspects import label_lines
     from .safe_text import for_terminal
 
     lines = [*summary.splitlines(), *decision_notes(figures)]
@@ -488,7 +505,7 @@ def _say_results(args: argparse.Namespace, result, figures: dict, summary: str, 
         lines += per_field_lines(figures)
     if args.document_target is not None:  # its figures have no row of the table
         lines.append(document_target_line(figures))
-    lines += rules_lines(result)
+    lines += rules_lines(result) + label_lines(result)
     lines += [] if args.no_hints else [f"try: {line}" for line in hint_lines(result)]
     print("\n".join(for_terminal(line) for line in lines))
     for warning in [*result.all_warnings, *dict.fromkeys(undefined)]:

@@ -11,6 +11,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import pandas as pd
+
 from .count.normalize import Normalizer
 from .count.peer_families import PeerOptions, needs_structures
 from .exceptions import KievalOptionError
@@ -25,9 +27,12 @@ from .result.scoring import (
     KeyCounts,
     Progress,
     named_inputs,
+    score_model,
     score_models,
     unique_name,
 )
+from .review.automation import DEFAULT_MISSING
+from .review.label_fixes import apply_fixes, read_fixes
 from .rules import GT_ORDER_DATE, FieldRules
 
 #: The engines of :func:`evaluate`: this process, or a Dask cluster (:mod:`kieval_core.scale.distributed`).
@@ -56,6 +61,8 @@ def evaluate(
     missing_confidence: str = "review",
     confidence_from: str = "model",
     rules: FieldRules | Mapping[str, str] | str | Path | Sequence | None = None,
+    gt_fixes: str | Path | pd.DataFrame | None = None,
+    suspect_agreement: int | None = None,
     **dask_options,
 ) -> EvaluationResult:
     """Evaluate one or more prediction sets against a ground truth.
@@ -93,21 +100,36 @@ def evaluate(
         confidences come from (``model``, or
         ``consensus`` of the other models for models without any); see
         :func:`kieval_core.result.consensus.with_confidence_sources`.
+    gt_fixes
+        A label-fix file (SPEC 2f; a path, or a frame of
+        :func:`kieval_core.review.label_fixes.parse_fixes`): the models are scored against the
+        fixed ground truth, and ``result.before_fixes`` holds the evaluation against the
+        ground truth as given.
+    suspect_agreement
+        How many models must agree for ``result.suspects`` (default: more than half, at least 2).
     """
     normalizer = normalizer or Normalizer()
     field_rules = FieldRules.of(rules).over(FieldRules.from_mapping(
         dict(normalizer.comparators), declared_by="Normalizer(comparators=...)"))
+    fixes = read_fixes(gt_fixes) if isinstance(gt_fixes, (str, Path)) else gt_fixes
+    if (fixes is not None or suspect_agreement is not None) and engine != "local":
+        raise KievalOptionError("label fixes and --suspect-agreement: engine='local' only")
     result = _evaluate(gt, predictions, normalizer=dataclasses.replace(normalizer, comparators=()),
                        rules=field_rules, metrics=metrics, load_options=load_options,
                        peer_options=peer_options, progress=progress, engine=engine, scheduler=scheduler,
-                       **dask_options)
+                       fixes=fixes, fixes_source=str(gt_fixes), **dask_options)
+    result = dataclasses.replace(result, suspect_agreement=suspect_agreement)
     if (missing_confidence, confidence_from) == ("review", "model"):
         return result
-    return with_confidence_sources(result, missing_confidence, confidence_from)
+    result = with_confidence_sources(result, missing_confidence, confidence_from)
+    if result.before_fixes is None:
+        return result
+    before = with_confidence_sources(result.before_fixes, missing_confidence, confidence_from)
+    return dataclasses.replace(result, before_fixes=before)
 
 
 def _evaluate(gt, predictions, *, normalizer, rules, metrics, load_options, peer_options, progress, engine,
-              scheduler, **dask_options) -> EvaluationResult:
+              scheduler, fixes=None, fixes_source="", **dask_options) -> EvaluationResult:
     if engine not in ENGINES:
         msg = f"unknown engine {engine!r}; choose {' or '.join(ENGINES)}"
         raise KievalOptionError(msg)
@@ -141,12 +163,54 @@ def _evaluate(gt, predictions, *, normalizer, rules, metrics, load_options, peer
         preds[name] = pred
         report(2 + 2 * i, steps, f"read {name}")
     keys = {name: KeyCounts.of(pred) for name, pred in preds.items()}
-    applied = rules.applied(gt_set, preds, normalizer)
-    if not rules.apply_suggested:
-        return score_models(applied, keys, families, peer_options, report)
-    # the suggestions need the substitutions under the other rules: counted first, KIEval only
-    from .result.suggest import suggested_rules
+    rules = rules.bound_to(gt_set, normalizer)  # dates in the order of the GT as given, fixed or not
 
-    first = score_models(applied, keys, ("kieval",), peer_options)
-    suggested = applied.under(suggested_rules(first).over(applied.rules))
-    return score_models(suggested, keys, families, peer_options, report)
+    def scored(truth: Dataset) -> EvaluationResult:
+        applied = rules.applied(truth, preds, normalizer)
+        if not rules.apply_suggested:
+            return score_models(applied, keys, families, peer_options, report)
+        # the suggestions need the substitutions under the other rules: counted first, KIEval only
+        from .result.suggest import suggested_rules
+
+        first = score_models(applied, keys, ("kieval",), peer_options)
+        suggested = applied.under(suggested_rules(first).over(applied.rules))
+        return score_models(suggested, keys, families, peer_options, report)
+
+    if fixes is None:
+        return scored(gt_set)
+    before = scored(gt_set)
+    fixed = scored(apply_fixes(gt_set, fixes, normalizer, fixes_source))
+    return dataclasses.replace(fixed, before_fixes=before, label_fixes=fixes)
+
+
+def with_label_fixes(result: EvaluationResult, fixes: pd.DataFrame, source: str = "label fixes"
+                     ) -> EvaluationResult:
+    """An evaluation scored again against its ground truth with label fixes applied (SPEC
+    2f), ``result`` kept as :attr:`~EvaluationResult.before_fixes`: what the app shows
+    beside the original figures. The predictions come from the engine's tables (the
+    predictions of GT documents, as scored), so a saved run can be fixed too. The fixed
+    figures are the KIEval family's (peer metrics are left out of them), under the review
+    policy of the figures as given (missing confidences, consensus; SPEC 4c).
+
+    Raises :class:`~kieval_core.exceptions.KievalInputError` naming a fix that does not
+    match the ground truth.
+    """
+    original = result.before_fixes or result
+    fixed = apply_fixes(original.gt, fixes, original.normalizer, source)
+    models = {}
+    for name, model in original.models.items():
+        pred = model.detail().pred_entities
+        columns = pred[["doc_id", "group_type", "group", "entity_type", "value", "confidence"]]
+        entities = columns.astype({"doc_id": object, "group_type": object, "entity_type": object})
+        missing = set(model.missing_documents)
+        doc_ids = tuple(d for d in original.gt.doc_ids if d not in missing)
+        dataset = Dataset(name, model.source, entities.reset_index(drop=True), doc_ids)
+        scored = score_model(fixed, dataset, name=name, normalizer=original.normalizer)
+        models[name] = dataclasses.replace(scored, unknown_documents=model.unknown_documents,
+                                           format=model.format, notes=model.notes)
+    out = dataclasses.replace(original, gt=fixed, models=models, before_fixes=original, label_fixes=fixes)
+    policy = next(iter(original.models.values())).missing_confidence if original.models else DEFAULT_MISSING
+    consensus = any(m.consensus_of for m in original.models.values())
+    if (policy, consensus) != (DEFAULT_MISSING, False):  # the review policy of the figures as given
+        out = with_confidence_sources(out, policy, "consensus" if consensus else "model")
+    return out

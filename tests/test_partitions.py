@@ -221,3 +221,16 @@ def test_the_dask_engine_names_its_extra(monkeypatch):
         evaluate(SAMPLE_DATA / "cord_v2_gt.jsonl", SAMPLE_DATA / "sim_weak.jsonl", engine="dask")
     with pytest.raises(KievalOptionError, match="only with engine='dask'"):
         evaluate(SAMPLE_DATA / "cord_v2_gt.jsonl", SAMPLE_DATA / "sim_weak.jsonl", scheduler="tcp://x:1")
+
+
+def test_the_partitions_rank_the_suspect_labels_of_the_whole(tmp_path):
+    """Suspects (SPEC 2f) depend on each document alone: ranked per partition, concatenated
+    and sorted, they are the local run's, in the same order."""
+    rng = np.random.default_rng(3)
+    gt = write_shards(long_table(load(SAMPLE_DATA / "cord_v2_gt.jsonl")), tmp_path / "gt", 3, rng)
+    preds = {name: str(write_shards(long_table(load(SAMPLE_DATA / f"{name}.jsonl")), tmp_path / name, 2, rng))
+             for name in ("sim_strong", "sim_weak", "sim_llm")}
+    local = evaluate(str(gt), preds).suspects
+    assert len(local) > 0
+    for n in (1, 3):
+        pd.testing.assert_frame_equal(partitioned(str(gt), preds, n).suspects, local)

@@ -119,6 +119,7 @@ def test_a_run_saved_before_the_rename_opens_with_todays_names(tmp_path):
     stored = json.loads((old / "report.json").read_text("utf-8"))
     assert '"errors"' in (old / "report.json").read_text("utf-8")  # written with the old keys
     again = json.loads(report_json(saved.result, DecisionOptions(resamples=0)))
+    assert again.pop("suspects") == []  # added after 0.1.0 (SPEC 2f); none: no wrong value at >= 0.99
     assert _without_added(_without_field_rules(again)) == _without_added(_renamed(stored))
     gt, pred = tmp_path / "gt.jsonl", tmp_path / "sim_weak.jsonl"  # the inputs it was saved from
     lines = (SAMPLE_DATA / "cord_v2_gt.jsonl").read_text("utf-8").splitlines(keepends=True)[:6]

@@ -27,6 +27,8 @@ from ..result.suggest import ranking
 from ..result.tables import cell_text
 from ..review.automation import threshold_text
 from ..review.decisions import DecisionOptions, automation_section
+from ..review.label_fixes import fix_records
+from ..review.suspects import suspect_records
 
 
 def _plain(value: Any) -> Any:
@@ -168,8 +170,8 @@ def build_report(result: EvaluationResult, decisions: DecisionOptions = Decision
         "decisions": {"target_accuracy": decisions.target,
                       "document_target": decisions.documents_target, "review": decisions.review,
                       "bootstrap_resamples": decisions.resamples, "seed": decisions.seed},
-        "models": {name: with_rule_figures(model_report(m, decisions, records), result, name)
-                   for name, m in result.models.items()},
+        "models": _models_report(result, decisions, records),
+        **_label_sections(result),
         "warnings": result.all_warnings,
     }
 
@@ -204,6 +206,37 @@ def with_rule_figures(report: dict, result: EvaluationResult, name: str) -> dict
             if figures.suggested is not None:
                 out["kieval_suggested"] = figures.suggested[name].report()
     return out
+
+
+#: The figure families of a model's report that label fixes change (SPEC 2f): each is also
+#: reported against the ground truth as given, as ``<family>_before_fixes``.
+FIXED_FAMILIES = ("kieval", "kieval_strict", "kieval_suggested", "entity_f1", "automation", "by_entity_type",
+                  "anls_star", "anls_star_renested", "nted", "nted_renested", "oi", "bag")
+
+
+def _models_report(result: EvaluationResult, decisions: DecisionOptions, records) -> dict:
+    """Every model's report (with its figures under the other field rules) and, with label
+    fixes, its families as given (``<family>_before_fixes``)."""
+    reports = {name: with_rule_figures(model_report(m, decisions, records), result, name)
+               for name, m in result.models.items()}
+    if result.before_fixes is None:
+        return reports
+    for name, model in result.before_fixes.models.items():
+        before = with_rule_figures(model_report(model, decisions, records), result.before_fixes, name)
+        reports[name].update({f"{key}_before_fixes": before[key] for key in FIXED_FAMILIES if key in before})
+    return reports
+
+
+def _label_sections(result: EvaluationResult) -> dict:
+    """``suspects[]`` (SPEC 2f) when the engine's tables were kept, and ``label_fixes``
+    (the fixes applied, their source) when the GT was fixed."""
+    sections = {}
+    if result.has_suspects:
+        sections["suspects"] = suspect_records(result.suspects)
+    if result.label_fixes is not None:
+        sections["label_fixes"] = fix_records(result.label_fixes)
+        sections["rankings_before_fixes"] = rankings_section(result.before_fixes)
+    return sections
 
 
 @dataclass(frozen=True)

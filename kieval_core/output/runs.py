@@ -30,7 +30,7 @@ import contextlib
 import hashlib
 import json
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -198,8 +198,8 @@ class RunStage:
                 folder.rmdir()
 
     def write(self, result: EvaluationResult, report_text: str, inputs: dict[str, Any],
-              options: dict[str, Any]) -> None:
-        write_run(result, self.path, report_text, inputs, options)
+              options: dict[str, Any], verdicts: Mapping[str, dict] | None = None) -> None:
+        write_run(result, self.path, report_text, inputs, options, verdicts)
 
     def commit(self) -> None:
         check_run_destination(self.destination, self.force)  # nothing else came meanwhile
@@ -228,14 +228,16 @@ def save_run(
     inputs: dict[str, Any],
     options: dict[str, Any],
     force: bool = False,
+    verdicts: Mapping[str, dict] | None = None,
 ) -> Path:
     """Save a run whole into ``directory`` (see :class:`RunStage`): ``inputs`` names each
     input's source and digest, ``options`` how it was read and scored (both as JSON
-    values). A distributed result's partitions, written by its workers into
-    ``directory``, are moved into the new run."""
+    values), ``verdicts`` a reviewer's verdicts on the suspect labels (SPEC 2f; see
+    :mod:`kieval_core.figures.suspects`). A distributed result's partitions, written by
+    its workers into ``directory``, are moved into the new run."""
     directory = Path(directory)
     with RunStage(directory, force=force, partitions=isinstance(result.gt, DatasetSummary)) as stage:
-        stage.write(result, report_text, inputs, options)
+        stage.write(result, report_text, inputs, options, verdicts)
         stage.commit()
     return directory
 
@@ -246,6 +248,7 @@ def write_run(
     report_text: str,
     inputs: dict[str, Any],
     options: dict[str, Any],
+    verdicts: Mapping[str, dict] | None = None,
 ) -> None:
     """Write a run's files into ``directory`` (a :class:`RunStage`'s: not whole until
     committed)."""
@@ -306,6 +309,7 @@ def write_run(
             "notes": list(gt.notes),
         },
         "models": models,
+        "label_verdicts": dict(verdicts or {}),
         "files": parquet_files(directory),  # checked on open: sizes and rows as saved
     }
     (directory / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1), "utf-8")
@@ -321,8 +325,24 @@ class SavedRun:
     manifest: dict
 
     @property
+    def verdicts(self) -> dict[str, dict]:
+        """The reviewer's verdicts on suspect labels saved with the run (well-formed ones:
+        a text key, a known verdict, text or null values)."""
+        saved = self.manifest.get("label_verdicts")
+        if not isinstance(saved, dict):
+            return {}
+        return {key: {"verdict": v["verdict"], "fixed_value": v.get("fixed_value"),
+                      "note": v.get("note") or ""}
+                for key, v in saved.items() if isinstance(key, str) and _is_verdict(v)}
+
+    @property
     def key(self) -> str:
         return hashlib.sha256(json.dumps(self.manifest["inputs"], sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _is_verdict(value: object) -> bool:
+    return (isinstance(value, dict) and value.get("verdict") in ("wrong", "right", "skip")
+            and all(isinstance(value.get(k), (str, type(None))) for k in ("fixed_value", "note")))
 
 
 def _read(path: Path) -> pd.DataFrame:

@@ -27,6 +27,7 @@ from ..exceptions import KievalOptionError, UndefinedMetricWarning
 from ..read.dataset import Dataset
 from ..read.locations import LOCATION_COLUMNS, box_list, has_locations
 from ..review.automation import ReviewModel, automation_curve, curves_by_entity_type, recommend
+from ..review.suspects import rank_suspects
 from ..rules import FieldRules
 from .tally import Tally, figures
 
@@ -289,6 +290,33 @@ class EvaluationResult:
     rules: FieldRules = FieldRules()
     #: Values left out of scoring by an ``ignore`` rule, per entity type (GT and predictions).
     ignored: Mapping[str, int] = field(default_factory=dict)
+    suspect_agreement: int | None = None
+    before_fixes: EvaluationResult | None = field(default=None, repr=False)
+    label_fixes: pd.DataFrame | None = field(default=None, repr=False)
+    #: The suspects a distributed run's partitions ranked (it keeps no engine tables).
+    partition_suspects: pd.DataFrame | None = field(default=None, repr=False)
+
+    @cached_property
+    def suspects(self) -> pd.DataFrame:
+        """Suspect ground-truth values and gaps (SPEC 2f), strongest evidence first: see
+        :func:`kieval_core.review.suspects.rank_suspects` (``k`` = :attr:`suspect_agreement`, or
+        more than half of the models and at least 2)."""
+        if self.partition_suspects is not None:
+            return self.partition_suspects
+        counted = {name: model.detail() for name, model in self.models.items()}
+        return rank_suspects(self.gt.entities["value"], counted, self.normalizer, self.rules,
+                             self.suspect_agreement)
+
+    @property
+    def has_suspects(self) -> bool:
+        """Whether the suspects can be given: every model kept the engine's tables, or a
+        distributed run's partitions ranked them."""
+        return self.partition_suspects is not None or self.has_detail
+
+    @property
+    def has_detail(self) -> bool:
+        """Whether every model kept the engine's tables (not so in a distributed run)."""
+        return all(model.counted is not None for model in self.models.values())
 
     @property
     def all_warnings(self) -> list[str]:

@@ -37,6 +37,7 @@ from ..read.shards import ShardRows, assemble
 from ..result.results import EvaluationResult, ModelResult, error_list_of
 from ..result.scoring import KeyCounts, finish, model_result, score_model
 from ..result.tally import Tally
+from ..review.suspects import no_suspects, rank_suspects, sorted_suspects
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,7 @@ class PartitionResult:
     gt_groups: int
     gt_keys: KeyCounts
     models: Mapping[str, ModelPart]
+    suspects: pd.DataFrame | None = None
 
 
 def score_partition(index: int, gt_rows: Sequence[ShardRows], pred_rows: Mapping[str, Sequence[ShardRows]],
@@ -117,7 +119,11 @@ def score_partition(index: int, gt_rows: Sequence[ShardRows], pred_rows: Mapping
         detail.append(model.counted)
     if job.run_dir is not None:
         save_partition(job.run_dir, index, gt, detail)
-    return PartitionResult(index, gt.n_entities, gt.n_groups, KeyCounts.of(gt), models)
+    suspects = None
+    if gt.doc_ids and job.models:  # every document's suspects depend on that document alone
+        counted = {spec.name: c for spec, c in zip(job.models, detail, strict=True)}
+        suspects = rank_suspects(gt.entities["value"], counted, job.normalizer)
+    return PartitionResult(index, gt.n_entities, gt.n_groups, KeyCounts.of(gt), models, suspects)
 
 
 def merge_partitions(parts: Sequence[PartitionResult], gt: DatasetSummary,
@@ -143,7 +149,17 @@ def merge_partitions(parts: Sequence[PartitionResult], gt: DatasetSummary,
                                     partition_error_list=merged)
     keys = {name: KeyCounts.merge([p.models[name].keys for p in parts]) for name in predictions}
     gt_keys = KeyCounts.merge([p.gt_keys for p in parts])
-    return finish(gt, models, keys, normalizer, ("kieval",), gt_keys=gt_keys)
+    result = finish(gt, models, keys, normalizer, ("kieval",), gt_keys=gt_keys)
+    return replace(result, partition_suspects=merge_suspects(parts))
+
+
+def merge_suspects(parts: Sequence[PartitionResult]) -> pd.DataFrame | None:
+    """The partitions' suspects as one table, sorted (None when no partition ranked any)."""
+    ranked = [p.suspects for p in parts if p.suspects is not None]
+    if not ranked:
+        return None
+    found = [s for s in ranked if len(s)]
+    return sorted_suspects(pd.concat(found, ignore_index=True)) if found else no_suspects()
 
 
 def merge_error_lists(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:

@@ -220,9 +220,9 @@ def test_a_heavy_scoring_runs_in_a_child_with_the_same_figures(big_gt, big_pred)
     for source, role in ((big_gt, "gt"), (big_pred, "pred")):  # read first: the scoring alone is timed
         compute.read_dataset(store, source, AppOptions(), role)
     calls: list[int] = []
-    model, keys = compute.score(store, big_gt, big_pred, AppOptions(), calls.append)
+    model, keys, _ = compute.score(store, big_gt, big_pred, AppOptions(), calls.append)
     assert calls and set(calls) == {0}  # told while its child scored
-    here, here_keys = compute.score(Store(), big_gt, big_pred, AppOptions())
+    here, here_keys, _ = compute.score(Store(), big_gt, big_pred, AppOptions())
     pd.testing.assert_frame_equal(model.tally.documents, here.tally.documents)
     pd.testing.assert_frame_equal(model.tally.entity_types, here.tally.entity_types)
     assert keys == here_keys and len(model.tally.documents) > 1000

@@ -142,6 +142,7 @@ PAGES = {
     "errors": ("Errors", 2, 0),
     "automation": ("Automation threshold", 5, 8),
     "compare": ("Compare models", 2, 0),
+    "suspects": ("Suspect labels", 1, 0),
     "guide": ("Metrics guide", 2, 0),
 }
 
