@@ -38,9 +38,9 @@ def _pair(text: str, what: str) -> tuple[str, str]:
 
 
 def _parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The command line; the options of ``evaluate`` (which name the core's formats,
-    families and engines, so they import it) are built only when ``command`` is
-    ``evaluate``: ``kieval --help`` starts at once."""
+    """The command line; the options of ``evaluate`` are built only when ``command`` is
+    ``evaluate``. They name the core's formats, families and engines from
+    :mod:`kieval_core.choices`, which imports nothing: no ``--help`` imports pandas."""
     parser = argparse.ArgumentParser(prog="kieval", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     ev = sub.add_parser("evaluate", help="score prediction files against a ground truth",
@@ -87,15 +87,18 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def _evaluate_options(ev: argparse.ArgumentParser) -> None:
-    from .count.comparators import COMPARATORS
-    from .count.peer_families import STRUCTURES
-    from .evaluate import ENGINES
-    from .read.formats import FORMATS
-    from .result.consensus import CONFIDENCE_FROM
-    from .result.registry import FAMILIES
-    from .review.automation import MISSING_POLICIES
-    from .review.decisions import MAX_RESAMPLES, REVIEW_CHOICES
-    from .safe_text import CSV_FORMULAS
+    from .choices import (
+        COMPARATORS,
+        CONFIDENCE_FROM,
+        CSV_FORMULAS,
+        ENGINES,
+        FAMILIES,
+        FORMATS,
+        MAX_RESAMPLES,
+        MISSING_POLICIES,
+        REVIEW_CHOICES,
+        STRUCTURES,
+    )
 
     read = ev.add_argument_group("reading files")
     read.add_argument("--gt", required=True, help="ground-truth file or directory")
@@ -170,7 +173,7 @@ def _evaluate_options(ev: argparse.ArgumentParser) -> None:
     decide.add_argument("--review", default="both", choices=REVIEW_CHOICES,
                         help="what a person reviews: the predictions below τ, every document with one "
                              "below τ (whole, missing values added), or both (default)")
-    decide.add_argument("--missing-confidence", default="review", choices=tuple(MISSING_POLICIES),
+    decide.add_argument("--missing-confidence", default="review", choices=MISSING_POLICIES,
                         help="a prediction without confidence is reviewed at every τ, 0 included "
                              "(default), or automated (counts as 1.0)")
     decide.add_argument("--assurance", type=float, default=0.95, metavar="C",
@@ -225,8 +228,7 @@ def _evaluate_options(ev: argparse.ArgumentParser) -> None:
 
 
 def _route_options(route: argparse.ArgumentParser) -> None:
-    from .read.formats import FORMATS
-    from .review.automation import MISSING_POLICIES
+    from .choices import FORMATS, MISSING_POLICIES
 
     route.add_argument("--decision", required=True, type=Path, metavar="FILE",
                        help="a decision file (kieval evaluate --decision-out, or the Automation page)")
@@ -239,7 +241,7 @@ def _route_options(route: argparse.ArgumentParser) -> None:
     route.add_argument("--key", help="key holding each record's structure (default: auto)")
     route.add_argument("--alias", action="append", default=[], metavar="OLD=NEW",
                        type=lambda t: _pair(t, "--alias"), help="rename a key while reading JSON")
-    route.add_argument("--missing-confidence", choices=tuple(MISSING_POLICIES),
+    route.add_argument("--missing-confidence", choices=MISSING_POLICIES,
                        help="refuse the decision unless it was chosen with this policy (default: the "
                             "decision's own)")
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .choices import ENGINES as ENGINES  # this process, or a Dask cluster (kieval_core.scale.distributed)
 from .count.normalize import Normalizer
 from .count.peer_families import PeerOptions, needs_structures
 from .exceptions import KievalOptionError
@@ -34,10 +35,6 @@ from .result.scoring import (
 from .review.automation import DEFAULT_MISSING
 from .review.label_fixes import apply_fixes, read_fixes
 from .rules import GT_ORDER_DATE, FieldRules
-
-#: The engines of :func:`evaluate`: this process, or a Dask cluster (:mod:`kieval_core.scale.distributed`).
-ENGINES = ("local", "dask")
-
 
 
 def _as_dataset(item: DatasetLike, options: LoadOptions, name: str | None = None,

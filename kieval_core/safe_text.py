@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from .choices import CSV_FORMULAS as CSV_FORMULAS  # how a CSV export treats cells a spreadsheet would run
+
 # C0 and C1 controls (ESC starts terminal sequences; CR and LF would fake a new line) and
 # the bidirectional overrides that reorder what a terminal shows.
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -29,8 +31,6 @@ def for_terminal(text: object) -> str:
     return _CONTROL.sub(_escape, str(text))
 
 
-#: How a CSV export treats cells that a spreadsheet would run as a formula.
-CSV_FORMULAS = ("escape", "keep")
 _FORMULA_START = re.compile(r"^[=+\-@\t\r]")
 
 

@@ -24,7 +24,7 @@ APP = ROOT / "kieval_app"
 #: Each part of the core and the rank of the layer it sits in; a module may import its own
 #: layer or below.
 LAYERS = {
-    "_version": 0, "exceptions": 0, "gcpause": 0, "limits": 0, "safe_text": 0, "validation": 0,
+    "_version": 0, "choices": 0, "exceptions": 0, "gcpause": 0, "limits": 0, "safe_text": 0, "validation": 0,
     "read": 1, "count": 2, "review": 3, "rules": 3, "result": 4, "figures": 5, "output": 6, "scale": 7,
     "evaluate": 8, "accumulator": 9, "cli": 10, "__init__": 11,
 }

@@ -189,11 +189,22 @@ def fast_read(files: dict[str, bytes]):
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(st.tuples(st.lists(LINES, max_size=12), st.sampled_from(["\n", "\r\n"])), min_size=1,
-                max_size=4))
+@given(st.lists(st.tuples(st.lists(LINES, max_size=12), st.sampled_from(["\n", "\r\n"]),
+                          st.sampled_from(["", "\ufeff"]), st.sampled_from(["", "\r", "\n", "\r\n\n"])),
+                min_size=1, max_size=4))
 def test_official_csv_fast_equals_line_by_line(docs):
-    files = {f"{i}.csv": newline.join(lines).encode() for i, (lines, newline) in enumerate(docs)}
+    """Files joined into one text must read as each alone: a byte order mark, a last line
+    ending in a lone ``\\r``, blank lines at either end."""
+    files = {f"{i}.csv": (bom + newline.join(lines) + end).encode()
+             for i, (lines, newline, bom, end) in enumerate(docs)}
     assert same(outcome(lambda: fast_read(files)), outcome(lambda: slow_read(files)))
+
+
+def test_official_csv_bad_bytes_are_named_by_file_and_line():
+    good = b"0\nmenu.nm\nTea\n"
+    for bad, message in ((b"0\nmenu.nm\n\xff\n", "dir/b.csv, line 3: not UTF-8 text"),
+                         (b"\x00\x01", "dir/b.csv: binary data, not a text file")):
+        assert outcome(lambda bad=bad: fast_read({"a.csv": good, "b.csv": bad}))[:2] == ("error", message)
 
 
 def test_official_csv_group_blocks():

@@ -9,7 +9,7 @@ import sys
 
 import kieval_core
 
-HEAVY = ("pandas", "numpy", "scipy", "pyarrow", "plotly", "rapidfuzz", "orjson")
+HEAVY = ("pandas", "numpy", "scipy", "pyarrow", "plotly", "rapidfuzz", "orjson", "dateutil", "phonenumbers")
 
 
 def _imported_after(code: str) -> list[str]:
@@ -22,9 +22,30 @@ def _imported_after(code: str) -> list[str]:
 
 def test_import_and_help_import_no_heavy_library():
     assert _imported_after("import kieval_core") == []
-    help_code = ("from kieval_core.cli import main\n"
-                 "try:\n    main(['--help'])\nexcept SystemExit:\n    pass")
-    assert _imported_after(help_code) == []
+    for argv in (["--help"], ["evaluate", "--help"], ["route", "--help"], ["dashboard", "--help"],
+                 ["runs", "--help"]):
+        help_code = ("from kieval_core.cli import main\n"
+                     f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass")
+        assert _imported_after(help_code) == [], argv
+
+
+def test_the_parsers_choices_are_their_modules():
+    """``kieval evaluate --help`` names formats, comparators and families from
+    kieval_core.choices; each list must be the one its module uses."""
+    from kieval_core import choices
+    from kieval_core.count import comparators, peer_families
+    from kieval_core.read import formats
+    from kieval_core.result import consensus, registry
+    from kieval_core.review import automation, decisions
+
+    assert formats.FORMATS == choices.FORMATS
+    assert comparators.COMPARATORS == choices.COMPARATORS
+    assert tuple(registry.FAMILIES) == choices.FAMILIES
+    assert tuple(automation.MISSING_POLICIES) == choices.MISSING_POLICIES
+    assert decisions.REVIEW_CHOICES == choices.REVIEW_CHOICES
+    assert decisions.MAX_RESAMPLES == choices.MAX_RESAMPLES
+    assert peer_families.STRUCTURES is choices.STRUCTURES
+    assert consensus.CONFIDENCE_FROM is choices.CONFIDENCE_FROM
 
 
 def test_every_public_name_resolves_and_evaluate_stays_the_function():

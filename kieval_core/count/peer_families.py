@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..choices import STRUCTURES as STRUCTURES
 from ..exceptions import KievalOptionError
 from ..read.dataset import Dataset
 from .peer import anls_star_corpus, donut_field_f1, list_metrics, nted_corpus, oi_metrics, token_diagnostics
@@ -55,7 +56,6 @@ class PeerFigures:
 
 
 #: What ANLS* and nTED score (:class:`PeerOptions`).
-STRUCTURES = ("uploaded", "renested")
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,13 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from ..choices import CONFIDENCE_FROM as CONFIDENCE_FROM
 from ..count.normalize import Normalizer
 from ..exceptions import KievalOptionError
 from ..review.automation import MISSING_POLICIES, ReviewModel
 from .results import EvaluationResult, ModelResult
 
 #: Where confidences come from: each model's own, or consensus for models without any.
-CONFIDENCE_FROM = ("model", "consensus")
 #: Fewest loaded models consensus needs (with two, every share is 0 or 1).
 MIN_MODELS = 3
 

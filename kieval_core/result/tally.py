@@ -60,21 +60,12 @@ class Tally:
             "pairs": np.ones(len(pairs), np.int64),
         })
         flat = flat.rename(columns={"tp": "flat_tp", "n_gt": "flat_n_gt", "n_pred": "flat_n_pred"})
-        ids = pd.Index(counted.doc_ids, name="doc_id", dtype=object)
-
-        def by(frame: pd.DataFrame, key: str, columns: list[str]) -> pd.DataFrame:
-            out = frame.groupby(frame[key].astype(object), sort=True)[columns].sum()
-            out.index.name = key
-            return out
-
         counts = CELL_COUNTS + [c for c in CAUSE_COUNTS if c in cells.columns]
-        documents = pd.concat([by(cells, "doc_id", counts), by(group, "doc_id", GROUP_COUNTS),
-                               by(flat, "doc_id", FLAT_COUNTS)], axis=1)
-        documents = documents.reindex(ids, fill_value=0).fillna(0).astype(np.int64)
-        types = pd.concat([by(cells, "entity_type", counts), by(flat, "entity_type", FLAT_COUNTS)], axis=1)
-        gtypes = pd.concat([by(cells, "group_type", counts), by(group, "group_type", GROUP_COUNTS)], axis=1)
-        return cls(documents, types.fillna(0).astype(np.int64), gtypes.fillna(0).astype(np.int64),
-                   ReviewModel.from_counted(counted) if review is None else review)
+        documents = summed_by("doc_id", [(cells, counts), (group, GROUP_COUNTS), (flat, FLAT_COUNTS)])
+        documents = documents.reindex(pd.Index(counted.doc_ids, name="doc_id", dtype=object), fill_value=0)
+        types = summed_by("entity_type", [(cells, counts), (flat, FLAT_COUNTS)])
+        gtypes = summed_by("group_type", [(cells, counts), (group, GROUP_COUNTS)])
+        return cls(documents, types, gtypes, ReviewModel.from_counted(counted) if review is None else review)
 
     @classmethod
     def merge(cls, parts: list[Tally]) -> Tally:
@@ -91,6 +82,27 @@ class Tally:
     def totals(self) -> pd.Series:
         """Corpus counts: the sum over documents."""
         return self.documents.sum()
+
+
+def summed_by(key: str, parts: list[tuple[pd.DataFrame, list[str]]]) -> pd.DataFrame:
+    """Per value of column ``key`` (sorted), the sums of each part's columns: the keys of
+    every part are factorized once together (a key absent from a part sums to 0).
+
+    >>> a = pd.DataFrame({"k": ["y", "x", "y"], "n": [1, 2, 3]})
+    >>> summed_by("k", [(a, ["n"]), (pd.DataFrame({"k": ["z"], "m": [4]}), ["m"])]).to_dict("index")
+    {'x': {'n': 2, 'm': 0}, 'y': {'n': 4, 'm': 0}, 'z': {'n': 0, 'm': 4}}
+    """
+    keys = [frame[key].to_numpy(object) for frame, _ in parts]
+    codes, uniques = pd.factorize(np.concatenate(keys) if keys else np.empty(0, object), sort=True)
+    bounds = np.cumsum([0, *map(len, keys)])
+    sums = {}
+    for (frame, columns), start, end in zip(parts, bounds[:-1], bounds[1:], strict=True):
+        for column in columns:  # float weights: exact below 2**53
+            weights = frame[column].to_numpy(np.int64)
+            sums[column] = np.bincount(codes[start:end], weights, len(uniques)).astype(np.int64)
+    # a str index when every part has keys, else object (as the groupby and concat it replaces)
+    index = pd.Index(uniques, name=key, dtype=None if all(map(len, keys)) else object)
+    return pd.DataFrame(sums, index=index)
 
 
 def figures(counts: pd.DataFrame) -> pd.DataFrame:

@@ -8,19 +8,20 @@ type). A **non-group block** is ``type<TAB>value`` lines. ``<empty>`` means abse
 Unlike the official parser, the first line of a non-group block is kept and group
 indices of 10 and more are read whole.
 
-A directory is read in one pass over all its files (:func:`read_kieval_csv`): their lines
-go into one Arrow array, blocks are found with numpy, and cells and ``||`` values are
-split by Arrow string kernels; only the few lines per block that open it (index line,
-header) are looked at in Python. :func:`kieval_csv_entities` reads one file line by line:
+A directory is read in one pass over all its files (:func:`read_kieval_csv`): their bytes
+are joined and decoded at once, their lines go into one Arrow array, blocks are found with
+numpy, and cells and ``||`` values are split by Arrow string kernels; Python looks only at
+each distinct line that opens a block (index line, header), not at each file or block.
+:func:`kieval_csv_entities` reads one file line by line:
 it is the reference the fast path is tested against, and it reads the directory again
 when the fast path finds a problem, so every message names the first bad file and line.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -111,7 +112,7 @@ def read_kieval_csv(files: Mapping[str, bytes], source: str, builder: DatasetBui
     """Read a directory of official CSV files (doc_id = file stem) into ``builder``."""
     stems = [file_stem(f) for f in files]
     try:
-        frame = _directory_entities(files, source, stems)
+        frame = _directory_entities(files, stems)
     except _Fallback:
         for file_name, data in files.items():
             file_source = f"{source}/{file_name}"
@@ -121,23 +122,31 @@ def read_kieval_csv(files: Mapping[str, bytes], source: str, builder: DatasetBui
     builder.add_table(frame, stems, dict(zip(stems, files, strict=True)))
 
 
-def _lines(files: Mapping[str, bytes], source: str) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray]:
+def _lines(files: Mapping[str, bytes]) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray]:
     """Every line of every file (one Arrow array), its file, its position in the file, and
-    the position of its file's last line."""
-    texts = []
-    for file_name, data in files.items():
-        try:
-            texts.append(decode_text(data, f"{source}/{file_name}").replace("\r\n", "\n").strip("\n"))
-        except KievalInputError:
-            raise _Fallback from None
-    counts = np.array([t.count("\n") + 1 if t else 0 for t in texts], np.int64)
-    joined = pa.array(["\n".join(t for t in texts if t)], pa.large_string())
-    lines = pc.list_flatten(pc.split_pattern(joined, "\n"))
-    if not counts.sum():  # one empty line from the empty join
-        lines = lines.slice(0, 0)
-    file = np.repeat(np.arange(len(texts)), counts)
+    the position of its file's last line. The files are joined with NUL (which no text file
+    holds) and decoded, split and stripped by Arrow: no Python call per file."""
+    data = b"\x00".join(files.values())
+    if data.count(b"\x00") != len(files) - 1:  # a binary file: the line-by-line reader names it
+        raise _Fallback
+    try:
+        joined = pa.array([data], pa.large_binary()).cast(pa.large_string())  # checks UTF-8
+    except pa.ArrowInvalid:
+        raise _Fallback from None
+    texts = pc.list_flatten(pc.split_pattern(joined, "\x00"))
+    if "\ufeff".encode() in data:  # utf-8-sig: a byte order mark opening a file is dropped
+        texts = pc.replace_substring_regex(texts, "^\ufeff", "", max_replacements=1)
+    texts = pc.utf8_trim(pc.replace_substring(texts, "\r\n", "\n"), "\n")
+    split = pc.split_pattern(texts, "\n")
+    counts = np.where(_ints(pc.utf8_length(texts)) > 0, _ints(pc.list_value_length(split)), 0)
+    lines = pc.list_flatten(split.filter(pa.array(counts > 0)))
+    file = np.repeat(np.arange(len(counts)), counts)
     position = np.arange(len(file)) - np.repeat(np.cumsum(counts) - counts, counts)
     return lines, file, position, counts[file] - 1
+
+
+def _ints(array: pa.Array) -> np.ndarray:
+    return array.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 def _separators(lines: pa.Array, position: np.ndarray, last: np.ndarray) -> np.ndarray:
@@ -155,77 +164,103 @@ def _mask(array: pa.Array) -> np.ndarray:
     return array.to_numpy(zero_copy_only=False).astype(bool)
 
 
-def _directory_entities(files: Mapping[str, bytes], source: str, stems: list[str]) -> pd.DataFrame:
-    lines, file, position, last = _lines(files, source)
+def _directory_entities(files: Mapping[str, bytes], stems: list[str]) -> pd.DataFrame:
+    lines, file, position, last = _lines(files)
     sep = _separators(lines, position, last)
     block = (np.cumsum(sep | (position == 0)) - 1)[~sep]
     lines, file = lines.filter(pa.array(~sep)), file[~sep]
     first = np.flatnonzero(np.concatenate([[True], block[1:] != block[:-1]])) if len(block) else block
     in_block = np.arange(len(block)) - np.repeat(first, np.diff(np.append(first, len(block))))
-    blocks = _blocks(lines, first, block)
-    cells, types, line = _cells(lines, block, in_block, blocks)
+    blocks = _Blocks.of(lines, first, block)
+    cells, type_code, line, types = _cells(lines, block, in_block, blocks)
     values, cell = _values_of(cells)
-    line = line[cell]
-    grouped = blocks["grouped"].to_numpy(bool)[block[line]]
-    index_code, _ = pd.factorize(blocks["index"].to_numpy(object))
-    key = index_code[block[line]].astype(np.int64) * (int(in_block.max(initial=0)) + 1) + in_block[line]
+    line, type_code = line[cell], type_code[cell]
+    grouped = blocks.grouped[block[line]]
+    key = blocks.index[block[line]].astype(np.int64) * (int(in_block.max(initial=0)) + 1) + in_block[line]
     return pd.DataFrame({
         "doc_id": np.array(stems, dtype=object)[file[line]],
-        "group_type": blocks["group_type"].to_numpy(object)[block[line]],
+        "group_type": blocks.group_type[block[line]],
         "group_key": np.where(grouped, key, -1),
-        "entity_type": types.take(pa.array(cell)).to_pandas(),
+        "entity_type": types[type_code],
         "value": values.to_pandas(),
         "confidence": np.full(len(line), np.nan),
     })
 
 
-def _blocks(lines: pa.Array, first: np.ndarray, block: np.ndarray) -> pd.DataFrame:
-    """Per block (in Python: a few per file): group block or not, its index, group type, header."""
-    size = np.bincount(block, minlength=len(first))
-    openers = lines.take(pa.array(first)).to_pylist()
-    long_enough = np.flatnonzero(size >= 2)
-    headers = dict(zip(long_enough.tolist(), lines.take(pa.array(first[long_enough] + 1)).to_pylist(),
-                       strict=True))
-    rows = []
-    for b, opener in enumerate(openers):
-        index = opener.strip()
-        if not index.isdigit():
-            rows.append((False, "", "", []))
-        elif size[b] < 2:
+@dataclass(frozen=True)
+class _Blocks:
+    """Per block: group block or not, the code of its index, its group type and the code of
+    its header (-1: none). Python looks at each *distinct* opening line and header only (a
+    few for a directory of receipts written by one program)."""
+
+    grouped: np.ndarray
+    index: np.ndarray
+    group_type: np.ndarray
+    header: np.ndarray
+    #: Entity types of header ``h``: ``types[header_start[h]:][:header_size[h]]``.
+    header_start: np.ndarray
+    header_size: np.ndarray
+    types: np.ndarray
+
+    @classmethod
+    def of(cls, lines: pa.Array, first: np.ndarray, block: np.ndarray) -> _Blocks:
+        size = np.bincount(block, minlength=len(first))
+        opener, openers = _distinct(lines.take(pa.array(first)))
+        indices = np.array([o.strip() for o in openers], dtype=object)
+        is_group = np.array([i.isdigit() for i in indices], bool)
+        grouped = is_group[opener]
+        if (grouped & (size < 2)).any():
             raise _Fallback
-        else:
-            rows.append((True, index, *_header(headers[b], index)))
-    return pd.DataFrame(rows, columns=["grouped", "index", "group_type", "header"])
+        index, _ = pd.factorize(np.where(is_group, indices, "")[opener])
+        with_header = np.flatnonzero(grouped)
+        code, headers = _distinct(lines.take(pa.array(first[with_header] + 1)))
+        header = np.full(len(first), -1, np.int64)
+        header[with_header] = code
+        split = [h.split("\t") for h in headers]
+        prefixes = [{t.split(".", 1)[0] for t in h} for h in split]
+        # one prefix names the group type; several leave it to the index: block<index>
+        single = np.array([len(p) == 1 for p in prefixes] + [False], bool)
+        prefix = np.array([min(p) for p in prefixes] + [""], dtype=object)
+        named = np.array(["block" + i for i in indices], dtype=object)[opener]
+        group_type = np.where(grouped, np.where(single[header], prefix[header], named), "")
+        sizes = np.array([len(h) for h in split], np.int64)
+        return cls(grouped, index, group_type, header, np.cumsum(sizes) - sizes, sizes,
+                   np.array([t for h in split for t in h], dtype=object))
 
 
-@functools.lru_cache(maxsize=4096)
-def _header(line: str, index: str) -> tuple[str, list[str]]:
-    """Group type and entity types of a header line (headers repeat from file to file)."""
-    header = line.split("\t")
-    prefixes = {h.split(".", 1)[0] for h in header}
-    return (prefixes.pop() if len(prefixes) == 1 else f"block{index}"), header
+def _distinct(array: pa.Array) -> tuple[np.ndarray, list[str]]:
+    """Codes of the values of ``array`` and its distinct values (in order of appearance)."""
+    encoded = pc.dictionary_encode(array)
+    return _ints(encoded.indices), encoded.dictionary.to_pylist()
 
 
 def _cells(lines: pa.Array, block: np.ndarray, in_block: np.ndarray,
-           blocks: pd.DataFrame) -> tuple[pa.Array, pa.Array, np.ndarray]:
-    """Every cell of the group rows and non-group lines in file order: text, entity type, line."""
-    grouped = blocks["grouped"].to_numpy(bool)[block]
+           blocks: _Blocks) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray]:
+    """Every cell of the group rows and non-group lines in file order: its text, the code of
+    its entity type, its line; and the entity types (the headers', then the non-group lines')."""
+    grouped = blocks.grouped[block]
     blank = _mask(pc.match_substring_regex(lines, PY_BLANK))
     row = np.flatnonzero(grouped & (in_block >= 2) & ~blank)
     plain = np.flatnonzero(~grouped & ~blank)
     row_cells = pc.split_pattern(lines.take(pa.array(row)), "\t")
-    headers = pa.array(blocks["header"].tolist(), pa.list_(pa.string())).take(pa.array(block[row]))
-    n_cells = pc.list_value_length(row_cells).to_numpy(zero_copy_only=False).astype(np.int64)
+    n_cells = _ints(pc.list_value_length(row_cells))
+    header = blocks.header[block[row]]
     plain_lines = lines.take(pa.array(plain))
-    if (n_cells != pc.list_value_length(headers).to_numpy(zero_copy_only=False)).any() or \
-            not _mask(pc.match_substring(plain_lines, "\t")).all():
+    tabbed = _mask(pc.match_substring(plain_lines, "\t"))
+    if (n_cells != blocks.header_size[header]).any() or not tabbed.all():
         raise _Fallback
+    starts = np.cumsum(n_cells) - n_cells
+    row_types = np.repeat(blocks.header_start[header] - starts, n_cells) + np.arange(int(n_cells.sum()))
+    cells = _large(pc.list_flatten(row_cells))
+    if not len(plain):  # group rows only (receipts): already in file order
+        return cells, row_types, np.repeat(row, n_cells), blocks.types
     parts = pc.split_pattern(plain_lines, "\t", max_splits=1)
+    plain_types, names = _distinct(pc.list_element(parts, 0))
     cell_line = np.concatenate([np.repeat(row, n_cells), plain])
-    order = pa.array(np.argsort(cell_line, kind="stable"))
-    cells = pa.concat_arrays([_large(pc.list_flatten(row_cells)), _large(pc.list_element(parts, 1))])
-    types = pa.concat_arrays([_large(pc.list_flatten(headers)), _large(pc.list_element(parts, 0))])
-    return cells.take(order), types.take(order), np.sort(cell_line, kind="stable")
+    order = np.argsort(cell_line, kind="stable")
+    cells = pa.concat_arrays([cells, _large(pc.list_element(parts, 1))]).take(pa.array(order))
+    types = np.concatenate([row_types, plain_types + len(blocks.types)])[order]
+    return cells, types, cell_line[order], np.concatenate([blocks.types, np.array(names, dtype=object)])
 
 
 def _values_of(cells: pa.Array) -> tuple[pa.Array, np.ndarray]:
