@@ -45,12 +45,12 @@ def headline(result: EvaluationResult) -> None:
     if figures.suggested is not None:
         named = ", ".join(f"{md(t)} as {c}" for t, c in figures.suggested_comparators.items()
                           if figures.active_comparators.get(t) != c)
-        left, right = st.columns([5, 2], vertical_alignment="center")
-        left.caption(f"KIEval_Aligned (rank). Suggested rules, inferred from the files and not applied: "
-                     f"{named}. Strict: every field compared exactly (the paper's KIEval).")
-        right.button("Apply the suggested rules", key="headline_apply_suggested",
-                     on_click=sidebar.apply_suggested, args=(True,), icon=":material/rule:", width="stretch",
-                     help="Every model is scored again under them; the rules panel below undoes it")
+        st.caption(f"KIEval_Aligned (rank). Suggested rules, inferred from the files and not applied: "
+                   f"{named}. Strict: every field compared exactly (the paper's KIEval).")
+        # on its own line: beside the caption its label was cut at 1,024 px
+        st.button("Apply the suggested rules", key="headline_apply_suggested",
+                  on_click=sidebar.apply_suggested, args=(True,), icon=":material/rule:",
+                  help="Every model is scored again under them; the rules panel below undoes it")
     else:
         st.caption("KIEval_Aligned (rank). Strict: every field compared exactly (the paper's KIEval).")
 
