@@ -155,7 +155,7 @@ def _evaluate(gt, predictions, *, normalizer, rules, metrics, load_options, peer
             raise KievalOptionError(msg)
         normalizer = dataclasses.replace(normalizer, comparators=rules.comparator_pairs())
         options = {"normalizer": normalizer, "metrics": metrics, "load_options": load_options,
-                   "progress": progress, "scheduler": scheduler}
+                   "progress": progress, "scheduler": scheduler, "rules": rules}
         return evaluate_dask(gt, predictions, **options, **dask_options)
     if scheduler is not None or dask_options:
         named = ", ".join(["scheduler"] * (scheduler is not None) + sorted(dask_options))

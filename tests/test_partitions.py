@@ -25,7 +25,13 @@ from kieval_core.count.normalize import Normalizer
 from kieval_core.output.render import report_json
 from kieval_core.output.runs import load_run, save_run
 from kieval_core.read.shards import input_name, is_sharded, partition_of, read_shard, shard_paths, summarize
-from kieval_core.scale.partitions import Input, Job, merge_partitions, score_partition
+from kieval_core.scale.partitions import (
+    Input,
+    Job,
+    merge_partitions,
+    scored_partition,
+    with_rule_counts,
+)
 
 DECISIONS = DecisionOptions(resamples=30, target=0.7)
 
@@ -44,9 +50,11 @@ def partitioned(gt: str, preds: dict[str, str], n: int, options: LoadOptions | N
               tuple(Input(name, s.source, s.format) for name, s in summaries.items()),
               Normalizer(), options.meta, None if run_dir is None else str(run_dir), collect_error_list=True)
     splits = {name: [r.split(n) for r in rows] for name, rows in reads.items()}
-    parts = [score_partition(k, [s[k] for s in splits["ground truth"]],
-                             {name: [s[k] for s in splits[name]] for name in preds}, job) for k in range(n)]
-    return merge_partitions(parts[::-1], gt_summary, summaries, Normalizer())
+    scored = [scored_partition(k, [s[k] for s in splits["ground truth"]],
+                               {name: [s[k] for s in splits[name]] for name in preds}, job) for k in range(n)]
+    parts = [s.result for s in scored[::-1]]  # in any order
+    merged = merge_partitions(parts, gt_summary, summaries, Normalizer())
+    return with_rule_counts(merged, parts, lambda function, *args: [function(s, *args) for s in scored[::-1]])
 
 
 # --- random corpora ------------------------------------------------------------------------

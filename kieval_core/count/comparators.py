@@ -342,18 +342,54 @@ def date_order(values: Sequence[str]) -> DateOrder:
     >>> contradicted.order, contradicted.leading, contradicted.why
     (None, 'date:dmy', '3 of 3 GT values are dates; day first in 2 of 3 unambiguous')
     """
+    return date_counts(values).order()
+
+
+@dataclass(frozen=True)
+class DateCounts:
+    """What :func:`date_order` reads from a field's values, as counts that add up over
+    disjoint parts of the values (a distributed run's partitions): ``values``, ``dates``,
+    ``deciding`` and ``fits`` as in :class:`DateOrder`; ``unambiguous`` counts the values
+    that read as one date only, ``misfits`` per order the distinct unambiguous values it
+    does not read (only whether it is 0 matters: 0 in every part is 0 in the whole)."""
+
+    values: int = 0
+    dates: int = 0
+    deciding: int = 0
+    fits: tuple[int, ...] = (0, 0, 0)
+    unambiguous: int = 0
+    misfits: tuple[int, ...] = (0, 0, 0)
+
+    def __add__(self, other: DateCounts) -> DateCounts:
+        return DateCounts(self.values + other.values, self.dates + other.dates,
+                          self.deciding + other.deciding,
+                          tuple(a + b for a, b in zip(self.fits, other.fits, strict=True)),
+                          self.unambiguous + other.unambiguous,
+                          tuple(a + b for a, b in zip(self.misfits, other.misfits, strict=True)))
+
+    def order(self) -> DateOrder:
+        """The :class:`DateOrder` of the values counted: the one order every unambiguous
+        value reads in (every order when none is unambiguous), when there is one."""
+        candidates = [m == 0 for m in self.misfits] if self.unambiguous else [True] * len(DATE_ORDERS)
+        order = DATE_ORDERS[candidates.index(True)] if sum(candidates) == 1 else None
+        return DateOrder(order, self.values, self.dates, self.deciding, self.fits)
+
+
+def date_counts(values: Sequence[str]) -> DateCounts:
+    """The :class:`DateCounts` of one field's normalised ground-truth values (each distinct
+    value read once)."""
     codes, uniques = pd.factorize(np.asarray(values, dtype=object))
-    weight = np.bincount(codes[codes >= 0], minlength=len(uniques))  # each distinct value read once
+    weight = np.bincount(codes[codes >= 0], minlength=len(uniques))
     readings = _readings(uniques)
     found = readings != None  # noqa: E711 - elementwise over an object matrix
     is_date = found.any(axis=1)
     distinct = np.array([len(set(row[row != None])) for row in readings], np.int64)  # noqa: E711
     unambiguous = is_date & (distinct == 1)
     deciding = unambiguous & ~found.all(axis=1)
-    candidates = found[unambiguous].all(axis=0) if unambiguous.any() else np.ones(len(DATE_ORDERS), bool)
-    order = DATE_ORDERS[int(np.flatnonzero(candidates)[0])] if candidates.sum() == 1 else None
     fits = tuple(int(n) for n in (found[deciding] * weight[deciding, None]).sum(axis=0))
-    return DateOrder(order, len(codes), int(weight[is_date].sum()), int(weight[deciding].sum()), fits)
+    misfits = tuple(int(n) for n in (~found[unambiguous]).sum(axis=0))
+    return DateCounts(len(codes), int(weight[is_date].sum()), int(weight[deciding].sum()), fits,
+                      int(unambiguous.sum()), misfits)
 
 
 def _alnum(value: str) -> str | None:

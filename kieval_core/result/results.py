@@ -14,6 +14,7 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -31,6 +32,9 @@ from ..review.automation import ReviewModel, automation_curve, curves_by_entity_
 from ..review.suspects import rank_suspects
 from ..rules import FieldRules
 from .tally import Tally, figures
+
+if TYPE_CHECKING:  # suggest reads this module: the type only, no cycle
+    from .suggest import RuleCounts
 
 NON_GROUP_LABEL = "(non-group)"
 #: Figures that are fractions even when they happen to be whole numbers.
@@ -355,6 +359,9 @@ class EvaluationResult:
     def has_detail(self) -> bool:
         """Whether every model kept the engine's tables (not so in a distributed run)."""
         return all(model.counted is not None for model in self.models.values())
+    #: The strict and suggested counts when the run counted them itself (a distributed run,
+    #: whose engine's tables stay on the workers); None: counted from the tables.
+    rule_counts: RuleCounts | None = None
 
     @property
     def set_aside(self) -> list[str]:

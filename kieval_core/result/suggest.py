@@ -12,7 +12,7 @@ errors, and the figures re-scored with it (the CLI's hint line, the app's one-cl
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -21,7 +21,7 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from ..count.causes import fixing_comparators
-from ..count.comparators import DATE_ORDERS, FORMAT_COMPARATORS, canonicalise, date_order
+from ..count.comparators import DATE_ORDERS, FORMAT_COMPARATORS, DateCounts, canonicalise, date_counts
 from ..count.engine import Counted, corpus_counts
 from ..count.normalize import Normalizer
 from ..count.scores import Corrections, Counts, aligned_score
@@ -76,14 +76,21 @@ def counts_under(result: EvaluationResult, name: str, comparators: Mapping[str, 
     counted again; the others keep their counts. That is exact: a document's counts
     follow from the values that are equal within each of its entity types alone (the
     matching's S and W optimum, SPEC 3.2; which of several tied pairings it takes does not
-    change them)."""
-    model = result.models[name]
+    change them). For the same reason the counts of disjoint sets of documents add up (a
+    distributed run's partitions: :func:`model_counts_under`)."""
+    return model_counts_under(result.models[name], result.normalizer, result.comparators, comparators)
+
+
+def model_counts_under(model: ModelResult, normalizer: Normalizer, active: Mapping[str, str],
+                       comparators: Mapping[str, str]) -> dict[str, int]:
+    """:func:`counts_under` of one model scored under ``normalizer``, whose comparators
+    are ``active`` (those of every entity type of the evaluation)."""
     counted = model.detail()
-    after = dataclasses.replace(result.normalizer, comparators=tuple(sorted(comparators.items())))
-    types = sorted(set(result.comparators) | set(comparators))
-    changed = changed_documents(counted, result.normalizer, after, types) if types else set()
+    after = dataclasses.replace(normalizer, comparators=tuple(sorted(comparators.items())))
+    types = sorted(set(active) | set(comparators))
+    changed = changed_documents(counted, normalizer, after, types) if types else set()
     kept = model.tally.documents.drop(index=list(changed))
-    counts = {k: int(kept[k].sum()) for k in _COUNT_KEYS}
+    counts = {k: int(kept[k].sum()) for k in COUNT_KEYS}
     if changed:
         doc_ids = tuple(d for d in counted.doc_ids if d in changed)
         pred_ids = tuple(d for d in doc_ids if d not in set(model.missing_documents))
@@ -92,12 +99,12 @@ def counts_under(result: EvaluationResult, name: str, comparators: Mapping[str, 
             return frame[frame["doc_id"].isin(changed).to_numpy()]
 
         gt = _dataset(of_changed(counted.gt_entities), "ground truth", doc_ids)
-        more = corpus_counts(gt, _dataset(of_changed(counted.pred_entities), name, pred_ids), after)
-        counts = {k: counts[k] + more[k] for k in _COUNT_KEYS}
+        more = corpus_counts(gt, _dataset(of_changed(counted.pred_entities), model.name, pred_ids), after)
+        counts = {k: counts[k] + more[k] for k in COUNT_KEYS}
     return counts
 
 
-_COUNT_KEYS = ("tp", "fp", "fn", "substitution", "addition", "deletion")
+COUNT_KEYS = ("tp", "fp", "fn", "substitution", "addition", "deletion")
 
 
 def rescored_aligned(result: EvaluationResult, name: str, comparators: Mapping[str, str]) -> float:
@@ -197,11 +204,11 @@ TYPED_SHARE = 0.9
 FORMAT_SHARE = 0.5
 
 
-def substitution_pairs(result: EvaluationResult) -> pd.DataFrame:
-    """Every model's substitutions as ``entity_type, gt, pred`` (normalised values), from the
-    engine's tables (models without them, a distributed run, give none)."""
+def substitution_pairs(models: Iterable[ModelResult], normalizer: Normalizer) -> pd.DataFrame:
+    """The substitutions of ``models`` as ``entity_type, gt, pred`` (normalised values),
+    from the engine's tables (models without them give none)."""
     frames = []
-    for model in result.models.values():
+    for model in models:
         if model.counted is None:
             continue
         pred = model.counted.pred_entities
@@ -213,53 +220,128 @@ def substitution_pairs(result: EvaluationResult) -> pd.DataFrame:
         return pd.DataFrame(columns=["entity_type", "gt", "pred"])
     pairs = pd.concat(frames, ignore_index=True)
     codes, distinct = pd.factorize(pd.concat([pairs["gt"], pairs["pred"]]))
-    normalised = np.array([result.normalizer(v) for v in distinct], dtype=object)[codes]
+    normalised = np.array([normalizer(v) for v in distinct], dtype=object)[codes]
     return pairs.assign(gt=normalised[: len(pairs)], pred=normalised[len(pairs):])
+
+
+@dataclass(frozen=True)
+class Substitutions:
+    """What the suggestions read from the substitutions, per entity type: how many there
+    are and how many each comparator of :data:`FORMAT_COMPARATORS` makes equal. Counts
+    that add up over disjoint sets of documents (a distributed run's partitions)."""
+
+    counts: Mapping[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def of(cls, models: Iterable[ModelResult], normalizer: Normalizer) -> Substitutions:
+        pairs = substitution_pairs(models, normalizer)
+        fixing = fixing_comparators(pairs["gt"].to_numpy(object), pairs["pred"].to_numpy(object))
+        counts = {}
+        for entity_type, rows in pairs.groupby("entity_type", sort=True).indices.items():
+            counts[entity_type] = (len(rows), *(int(n) for n in fixing[rows].sum(axis=0)))
+        return cls(counts)
+
+    def __add__(self, other: Substitutions) -> Substitutions:
+        merged = dict(self.counts)
+        for entity_type, counts in other.counts.items():
+            mine = merged.get(entity_type, (0,) * len(counts))
+            merged[entity_type] = tuple(a + b for a, b in zip(mine, counts, strict=True))
+        return Substitutions({t: merged[t] for t in sorted(merged)})
+
+    def open_fields(self, rules: FieldRules) -> list[str]:
+        """The fields with substitutions that ``rules`` leave exact (a field without
+        substitutions has nothing to fix)."""
+        return [t for t in self.counts
+                if rules.comparator_rule(t).source == "default" and not rules.ignores(t)]
+
+    def fixed(self, entity_type: str) -> np.ndarray:
+        return np.asarray(self.counts[entity_type][1:], np.int64)
+
+    def gt_reads(self, rules: FieldRules) -> tuple[list[str], list[str]]:
+        """The open fields whose GT values must be read as dates, and as numbers: those with
+        a substitution a date (a number) comparator makes equal."""
+        column = {c: j for j, c in enumerate(FORMAT_COMPARATORS)}
+        fields = [(t, self.fixed(t)) for t in self.open_fields(rules)]
+        return ([t for t, fixed in fields if any(fixed[column[c]] for c in DATE_ORDERS)],
+                [t for t, fixed in fields if fixed[column["number"]]])
+
+
+@dataclass(frozen=True)
+class GtReadings:
+    """What the suggestions read from the GT values of some fields: per field, how many
+    values, their :class:`~kieval_core.count.comparators.DateCounts` and how many read as
+    numbers (for the fields asked); counts that add up over disjoint sets of documents."""
+
+    values: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    dates: Mapping[str, DateCounts] = dataclasses.field(default_factory=dict)
+    numbers: Mapping[str, int] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def of(cls, gt: pd.DataFrame, normalizer: Normalizer, date_fields: Sequence[str],
+           number_fields: Sequence[str]) -> GtReadings:
+        """The readings of the fields named, from GT entities (each value normalised once)."""
+        fields = sorted({*date_fields, *number_fields})
+        gt = gt[gt["entity_type"].isin(fields).to_numpy()]
+        codes, normalised = normalizer.sorted_codes(gt["value"].to_numpy(object))
+        rows = pd.Series(codes).groupby(gt["entity_type"].astype(object).to_numpy()).indices
+        values = {t: normalised[codes[rows.get(t, [])]] for t in fields}
+        return cls({t: len(v) for t, v in values.items()},
+                   {t: date_counts(values[t]) for t in date_fields},
+                   {t: int(canonicalise("number", values[t])[1].sum()) for t in number_fields})
+
+    def __add__(self, other: GtReadings) -> GtReadings:
+        def add(mine: Mapping, theirs: Mapping) -> dict:
+            return {t: mine[t] + theirs[t] if t in mine and t in theirs else mine.get(t, theirs.get(t))
+                    for t in sorted({*mine, *theirs})}
+
+        return GtReadings(add(self.values, other.values), add(self.dates, other.dates),
+                          add(self.numbers, other.numbers))
 
 
 def suggested_rules(result: EvaluationResult) -> FieldRules:
     """Rules inferred from the files (SPEC 2d, source ``suggested``), for the fields the user
-    and the rules files leave exact: a date comparator in the order the GT uses when at
-    least 90% of its GT values are dates, ``number`` when 90% are numbers, each when it
-    makes some substitution equal; else ``casefold`` (or ``alnum``) when most of the
-    field's substitutions differ only in case (or also in spaces and punctuation). Each
-    says why."""
+    and the rules files leave exact: see :func:`rules_from` (read from the engine's tables:
+    models without them, a distributed run, give none)."""
     gt = result.gt.entities
     if gt.empty:
         return FieldRules()
-    pairs = substitution_pairs(result)
-    fixing = fixing_comparators(pairs["gt"].to_numpy(object), pairs["pred"].to_numpy(object))
+    substitutions = Substitutions.of(result.models.values(), result.normalizer)
+    readings = GtReadings.of(gt, result.normalizer, *substitutions.gt_reads(result.rules))
+    return rules_from(substitutions, readings, result.rules)
+
+
+def rules_from(substitutions: Substitutions, readings: GtReadings, rules: FieldRules) -> FieldRules:
+    """The suggested rules of the fields ``rules`` leave exact: a date comparator in the
+    order the GT uses when at least 90% of its GT values are dates, ``number`` when 90% are
+    numbers, each when it makes some substitution equal; else ``casefold`` (or ``alnum``)
+    when most of the field's substitutions differ only in case (or also in spaces and
+    punctuation). Each says why. ``readings`` covers :meth:`Substitutions.gt_reads`."""
     column = {c: j for j, c in enumerate(FORMAT_COMPARATORS)}
-    by_type = pairs.groupby("entity_type", sort=False).indices
-    codes, normalised = result.normalizer.sorted_codes(gt["value"].to_numpy(object))
-    gt_rows = pd.Series(codes).groupby(gt["entity_type"].astype(object).to_numpy()).indices
-    rules = []
-    for entity_type, rows in by_type.items():  # a field without substitutions has nothing to fix
-        if result.rules.comparator_rule(entity_type).source != "default" or result.rules.ignores(entity_type):
-            continue
-        fixed = fixing[rows].sum(axis=0)
-        values = normalised[codes[gt_rows.get(entity_type, [])]]
-        typed = _typed_rule(entity_type, values, fixed, column)
-        loose = _format_rule(entity_type, len(rows), fixed, column)
+    suggested = []
+    for entity_type in substitutions.open_fields(rules):
+        fixed = substitutions.fixed(entity_type)
+        typed = _typed_rule(entity_type, readings, fixed, column)
+        loose = _format_rule(entity_type, substitutions.counts[entity_type][0], fixed, column)
         # a date or number rule, unless case and punctuation alone make more pairs equal
         # ("45.500" for "45,500" on an Indonesian receipt is one number to alnum, two to number)
         rule = typed if typed is not None and (loose is None or fixed[column[typed.comparator]]
                                                 >= fixed[column[loose.comparator]]) else loose
         if rule is not None:
-            rules.append(rule)
-    return FieldRules(tuple(rules))
+            suggested.append(rule)
+    return FieldRules(tuple(suggested))
 
 
-def _typed_rule(entity_type: str, values: np.ndarray, fixed: np.ndarray, column: dict) -> Rule | None:
-    """A date or number comparator, read from the field's GT values only when some
-    substitution of the field would be fixed by one (the values are read once each)."""
-    n = len(values)
-    dates = date_order(values) if any(fixed[column[c]] for c in DATE_ORDERS) else None
+def _typed_rule(entity_type: str, readings: GtReadings, fixed: np.ndarray, column: dict) -> Rule | None:
+    """A date or number comparator, from the field's GT readings (present only when some
+    substitution of the field would be fixed by one)."""
+    n = readings.values.get(entity_type, 0)
+    counts = readings.dates.get(entity_type)
+    dates = None if counts is None else counts.order()
     if (dates and dates.leading is not None and dates.dates >= TYPED_SHARE * n
             and fixed[column[dates.leading]]):
         why = f"{dates.why}; equal dates in {_substitutions(fixed[column[dates.leading]])}"
         return Rule(entity_type, dates.leading, source="suggested", declared_by="suggested", why=why)
-    numbers = int(canonicalise("number", values)[1].sum()) if fixed[column["number"]] else 0
+    numbers = readings.numbers.get(entity_type, 0)
     if numbers >= TYPED_SHARE * n and fixed[column["number"]]:
         fixes = _substitutions(fixed[column["number"]])
         why = f"{numbers} of {n} GT values are numbers; equal numbers in {fixes}"
@@ -355,25 +437,51 @@ def _ranked(counts: Mapping[str, Mapping[str, int]]) -> dict[str, FigureSet]:
     return {n: FigureSet(c, 1 + sum(a > aligned[n] for a in aligned.values())) for n, c in counts.items()}
 
 
-def rule_figures(result: EvaluationResult) -> RuleFigures:
-    """The three sets of figures (SPEC 2d), computed from the engine's tables: the strict and
-    suggested ones count again only the documents whose values their rules compare
-    otherwise than the active rules do (:func:`counts_under`)."""
+@dataclass(frozen=True)
+class RuleCounts:
+    """The counts behind :class:`RuleFigures`: every model's corpus counts strictly (empty
+    when they cannot be counted), the suggested rules, and every model's counts under them
+    (None when they change nothing). A local run counts them from the engine's tables
+    (:func:`rule_counts`); a distributed run from its partitions
+    (:func:`kieval_core.scale.partitions.with_rule_counts`)."""
+
+    strict: Mapping[str, Mapping[str, int]]
+    suggested_rules: FieldRules
+    suggested: Mapping[str, Mapping[str, int]] | None
+
+
+def own_counts(result: EvaluationResult) -> dict[str, dict[str, int]]:
+    """Every model's corpus counts under the rules in force."""
+    return {name: {k: int(m.tally.totals[k]) for k in COUNT_KEYS} for name, m in result.models.items()}
+
+
+def rule_counts(result: EvaluationResult) -> RuleCounts:
+    """The strict and suggested counts from the engine's tables: each counts again only the
+    documents whose values its rules compare otherwise than the active rules do
+    (:func:`counts_under`)."""
     active_comparators = result.comparators
-    own = {name: {k: int(m.tally.totals[k]) for k in _COUNT_KEYS} for name, m in result.models.items()}
     recountable = all(m.counted is not None for m in result.models.values())
-    # without the engine's tables (a distributed run) the strict figures of a run with
-    # comparators cannot be counted here: none, rather than the active ones under its name
-    strict = own if not active_comparators else {} if not recountable else {
+    # without the engine's tables the strict figures of a run with comparators cannot be
+    # counted here: none, rather than the active ones under their name
+    strict = own_counts(result) if not active_comparators else {} if not recountable else {
         name: counts_under(result, name, {}) for name in result.models}
     suggestions = suggested_rules(result) if recountable else FieldRules()
     suggested_comparators = {**active_comparators, **suggestions.comparators(result.entity_types)}
     suggested = None
     if suggested_comparators != active_comparators:
-        suggested = _ranked({name: counts_under(result, name, suggested_comparators)
-                             for name in result.models})
-    return RuleFigures(_ranked(strict), _ranked(own), suggested, suggestions, {},
-                       active_comparators, suggested_comparators)
+        suggested = {name: counts_under(result, name, suggested_comparators) for name in result.models}
+    return RuleCounts(strict, suggestions, suggested)
+
+
+def rule_figures(result: EvaluationResult) -> RuleFigures:
+    """The three sets of figures (SPEC 2d), from the run's :class:`RuleCounts` (a distributed
+    run's, or counted from the engine's tables)."""
+    counts = result.rule_counts if result.rule_counts is not None else rule_counts(result)
+    active_comparators = result.comparators
+    suggested_comparators = {**active_comparators, **counts.suggested_rules.comparators(result.entity_types)}
+    suggested = None if counts.suggested is None else _ranked(counts.suggested)
+    return RuleFigures(_ranked(counts.strict), _ranked(own_counts(result)), suggested, counts.suggested_rules,
+                       {}, active_comparators, suggested_comparators)
 
 
 def _meta_fix(result: EvaluationResult, model: ModelResult) -> tuple[str | None, int]:

@@ -21,7 +21,11 @@ How a run goes (every step but the last runs on the workers):
    and GT entities there, with ``collect_error_list`` it returns its error list;
 4. **merge**: the client reduces the partitions' tallies as they arrive
    (:func:`~kieval_core.scale.partitions.merge_partitions`). It holds the merged tally: about
-   30 bytes per prediction for the review model, plus the per-document table.
+   30 bytes per prediction for the review model, plus the per-document table;
+5. **rules** (SPEC 2d): each partition's tables stay on the worker that scored it until
+   two more passes have read them (:func:`~kieval_core.scale.partitions.with_rule_counts`):
+   the GT values of the fields a suggestion may concern, then the documents that the
+   strict and suggested rules compare otherwise, counted again. The client adds up counts.
 
 Only the ``kieval`` metric family runs on Dask (see :data:`UNSUPPORTED_FAMILIES`).
 """
@@ -55,7 +59,16 @@ from ..read.shards import (
 from ..result.registry import resolve_families
 from ..result.results import EvaluationResult
 from ..result.scoring import DatasetLike, Progress, named_inputs, no_common_documents, unique_name
-from .partitions import Input, Job, PartitionResult, merge_partitions, score_partition
+from ..rules import FieldRules
+from .partitions import (
+    Input,
+    Job,
+    PartitionResult,
+    Scored,
+    merge_partitions,
+    scored_partition,
+    with_rule_counts,
+)
 
 #: Rows (GT and predicted entities together) per partition when the shards are shuffled.
 ROWS_PER_PARTITION = 1_000_000
@@ -116,6 +129,7 @@ def evaluate_dask(
     partitions: int | None = None,
     run_dir: str | Path | None = None,
     collect_error_list: bool = False,
+    rules: FieldRules | None = None,
 ) -> EvaluationResult:
     """Evaluate on a Dask cluster; the result equals :func:`kieval_core.evaluate`'s on the
     same files (byte-identical reports), without ``counted``: the engine's tables stay on
@@ -144,6 +158,9 @@ def evaluate_dask(
     collect_error_list
         Keep every error (``ModelResult.error_list``): the partitions' error lists,
         concatenated in the local engine's order on the client.
+    rules
+        The field rules ``normalizer``'s comparators come from (for the report's
+        ``options.rules`` and the suggestions, which leave the fields they set alone).
     """
     families = resolve_families(metrics)
     if families != ("kieval",):
@@ -160,7 +177,7 @@ def evaluate_dask(
     report = progress or (lambda done, total, label: None)
     with connect(scheduler, client) as dask_client:
         return _run(dask_client, inputs, normalizer, load_options, report, partitions,
-                    None if run_dir is None else str(run_dir), collect_error_list)
+                    None if run_dir is None else str(run_dir), collect_error_list, rules)
 
 
 def _spec(item: DatasetLike, options: LoadOptions) -> str:
@@ -183,8 +200,13 @@ def _split(rows: ShardRows, n: int) -> tuple[ShardRows, ...]:
     return rows.split(n)
 
 
+def _result(scored: Scored) -> PartitionResult:
+    return scored.result
+
+
 def _run(client: Any, inputs: dict[str, str], normalizer: Normalizer, options: LoadOptions, report: Progress,
-         partitions: int | None, run_dir: str | None, collect_error_list: bool) -> EvaluationResult:
+         partitions: int | None, run_dir: str | None, collect_error_list: bool,
+         rules: FieldRules | None) -> EvaluationResult:
     distributed = _distributed()
     paths = {name: shard_paths(spec) for name, spec in inputs.items()}
     total = sum(len(p) for p in paths.values())
@@ -205,15 +227,22 @@ def _run(client: Any, inputs: dict[str, str], normalizer: Normalizer, options: L
     job = Job(Input(gt.name, gt.source, gt.format),
               tuple(Input(p.name, p.source, p.format) for p in summaries.values()),
               normalizer, options.meta, run_dir, collect_error_list)
-    scored = [client.submit(score_partition, k, rows[_GT][k], {n: rows[n][k] for n in names[1:]},
+    # the scored partitions stay on their workers for the passes of the rules; only their results travel
+    scored = [client.submit(scored_partition, k, rows[_GT][k], {n: rows[n][k] for n in names[1:]},
                             job, pure=False) for k in range(n_parts)]
     del rows
+    sent = [client.submit(_result, future, pure=False) for future in scored]
     results: list[PartitionResult] = []
-    for done, future in enumerate(distributed.as_completed(scored), start=1):
+    for done, future in enumerate(distributed.as_completed(sent), start=1):
         results.append(future.result())
         future.release()
         report(total + done, total + n_parts, "scored partitions")
-    return merge_partitions(results, gt, summaries, normalizer)
+    merged = merge_partitions(results, gt, summaries, normalizer, rules)
+
+    def on_partitions(function, *args) -> list:
+        return client.gather([client.submit(function, future, *args, pure=False) for future in scored])
+
+    return with_rule_counts(merged, results, on_partitions)
 
 
 def _partitioned(client: Any, reads: dict[str, list], infos: dict[str, list[ShardInfo]],

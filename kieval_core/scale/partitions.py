@@ -13,9 +13,14 @@ canonical order), so:
   :meth:`~kieval_core.result.tally.Tally.merge` of their tallies (integer counts summed, per-document
   tables concatenated, the review models concatenated and put in canonical order), so
   every automation figure, curve, bootstrap and per-field threshold comes from the same
-  code and the same arrays as in a local run.
+  code and the same arrays as in a local run;
+* :func:`with_rule_counts` gives the figures of SPEC 2d that a local run counts
+  from the engine's tables (strictly and under the suggested rules): two more passes over
+  the partitions as scored (:class:`Scored`, kept where they were scored), one reading the
+  GT values the suggestions need (:func:`gt_readings`), one counting again the documents
+  those rules change (:func:`counts_under_rules`); every pass returns counts that add up.
 
-Both are plain functions of plain values and know nothing of Dask:
+All are plain functions of plain values and know nothing of Dask:
 :mod:`kieval_core.scale.distributed` runs them on a Dask cluster; Spark (``groupBy`` on the
 partition key, then ``mapPartitions``) or Ray (``map_batches`` over batches grouped by
 the key) would run the same two functions.
@@ -23,7 +28,7 @@ the key) would run the same two functions.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import chain
 
@@ -32,12 +37,22 @@ import pandas as pd
 
 from ..count.normalize import Normalizer
 from ..output.runs import save_partition
-from ..read.dataset import DatasetSummary
+from ..read.dataset import Dataset, DatasetSummary
 from ..read.shards import ShardRows, assemble
 from ..result.results import EvaluationResult, ModelResult, error_list_of
 from ..result.scoring import KeyCounts, finish, model_result, score_model
+from ..result.suggest import (
+    COUNT_KEYS,
+    GtReadings,
+    RuleCounts,
+    Substitutions,
+    model_counts_under,
+    own_counts,
+    rules_from,
+)
 from ..result.tally import Tally
 from ..review.suspects import no_suspects, rank_suspects, sorted_suspects
+from ..rules import FieldRules
 
 
 @dataclass(frozen=True)
@@ -98,13 +113,33 @@ class PartitionResult:
     gt_keys: KeyCounts
     models: Mapping[str, ModelPart]
     suspects: pd.DataFrame | None = None
+    #: Every model's substitutions as the suggested rules read them (SPEC 2d).
+    substitutions: Substitutions = Substitutions()
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A partition scored: what it sends back (``result``), and what the passes after the
+    merge read where it was scored: its ground truth and each model scored on it (the
+    models of a partition without GT documents are not)."""
+
+    result: PartitionResult
+    gt: Dataset
+    models: Mapping[str, ModelResult]
 
 
 def score_partition(index: int, gt_rows: Sequence[ShardRows], pred_rows: Mapping[str, Sequence[ShardRows]],
                     job: Job) -> PartitionResult:
     """Score the documents of one partition (``index`` numbers it; rows of any shards)."""
+    return scored_partition(index, gt_rows, pred_rows, job).result
+
+
+def scored_partition(index: int, gt_rows: Sequence[ShardRows], pred_rows: Mapping[str, Sequence[ShardRows]],
+                     job: Job) -> Scored:
+    """:func:`score_partition`, keeping the partition's tables for the passes after the merge."""
     gt = assemble(gt_rows, job.gt.source, job.gt.name, job.gt.format, job.meta_keys)
     models: dict[str, ModelPart] = {}
+    scored: dict[str, ModelResult] = {}
     detail = []
     for spec in job.models:
         pred = assemble(pred_rows.get(spec.name, ()), spec.source, spec.name, spec.format, job.meta_keys)
@@ -116,6 +151,7 @@ def score_partition(index: int, gt_rows: Sequence[ShardRows], pred_rows: Mapping
         error_list = error_list_of(model.counted) if job.collect_error_list else None
         models[spec.name] = ModelPart(model.tally, model.missing_documents, model.unknown_documents,
                                       KeyCounts.of(pred), error_list)
+        scored[spec.name] = model
         detail.append(model.counted)
     if job.run_dir is not None:
         save_partition(job.run_dir, index, gt, detail)
@@ -123,16 +159,22 @@ def score_partition(index: int, gt_rows: Sequence[ShardRows], pred_rows: Mapping
     if gt.doc_ids and job.models:  # every document's suspects depend on that document alone
         counted = {spec.name: c for spec, c in zip(job.models, detail, strict=True)}
         suspects = rank_suspects(gt.entities["value"], counted, job.normalizer)
-    return PartitionResult(index, gt.n_entities, gt.n_groups, KeyCounts.of(gt), models, suspects)
+    substitutions = Substitutions.of(scored.values(), job.normalizer)
+    result = PartitionResult(index, gt.n_entities, gt.n_groups, KeyCounts.of(gt), models, suspects,
+                             substitutions)
+    return Scored(result, gt, scored)
 
 
 def merge_partitions(parts: Sequence[PartitionResult], gt: DatasetSummary,
-                     predictions: Mapping[str, DatasetSummary], normalizer: Normalizer) -> EvaluationResult:
+                     predictions: Mapping[str, DatasetSummary], normalizer: Normalizer,
+                     rules: FieldRules | None = None) -> EvaluationResult:
     """The result of the whole corpus from its partitions' results.
 
     ``gt`` and ``predictions`` describe the inputs as a whole (documents, metadata, notes,
     loader warnings: :func:`~kieval_core.read.shards.summarize`); the counts come from the
-    partitions.
+    partitions; ``rules`` are the field rules the normaliser's comparators come from.
+    Until :func:`with_rule_counts` the result has no suggested rules and, when
+    comparators are active, no strict figures.
     """
     parts = sorted(parts, key=lambda p: p.index)
     gt = replace(gt, entity_count=sum(p.gt_entities for p in parts),
@@ -149,7 +191,7 @@ def merge_partitions(parts: Sequence[PartitionResult], gt: DatasetSummary,
                                     partition_error_list=merged)
     keys = {name: KeyCounts.merge([p.models[name].keys for p in parts]) for name in predictions}
     gt_keys = KeyCounts.merge([p.gt_keys for p in parts])  # partitions score every key: none set aside
-    result = finish(gt, models, keys, normalizer, ("kieval",), gt_keys=gt_keys)
+    result = finish(gt, models, keys, normalizer, ("kieval",), gt_keys=gt_keys, rules=rules)
     return replace(result, partition_suspects=merge_suspects(parts))
 
 
@@ -170,3 +212,48 @@ def merge_error_lists(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
     doc = rows["doc_id"].astype(object)
     rank = pd.Index(sorted(doc.unique()), dtype=object).get_indexer(doc)
     return rows.iloc[np.argsort(rank, kind="stable")].reset_index(drop=True)
+
+
+#: Runs a function on every scored partition where it sits: ``on_partitions(fn, *args)`` is
+#: ``[fn(scored, *args) for scored in partitions]``, in any order.
+OnPartitions = Callable[..., list]
+
+
+def gt_readings(scored: Scored, normalizer: Normalizer, date_fields: Sequence[str],
+                number_fields: Sequence[str]) -> GtReadings:
+    """The GT readings of one partition's fields named (second pass)."""
+    return GtReadings.of(scored.gt.entities, normalizer, date_fields, number_fields)
+
+
+def counts_under_rules(scored: Scored, normalizer: Normalizer, active: Mapping[str, str],
+                       comparator_sets: Sequence[Mapping[str, str]]) -> list[dict[str, dict[str, int]]]:
+    """Per set of comparators, each model's counts on one partition under it (third pass)."""
+    return [{name: model_counts_under(model, normalizer, active, comparators)
+             for name, model in scored.models.items()} for comparators in comparator_sets]
+
+
+def with_rule_counts(result: EvaluationResult, parts: Sequence[PartitionResult],
+                     on_partitions: OnPartitions) -> EvaluationResult:
+    """``result``, merged from ``parts``, with the counts of SPEC 2d's figures (strictly,
+    and the suggested rules with the counts under them) as a local run gets them from the
+    engine's tables (:func:`~kieval_core.result.suggest.rule_counts`): the same functions
+    on each partition's share, the integer counts added up."""
+    active = result.comparators
+    normalizer = result.normalizer
+    suggestions = FieldRules()
+    if result.gt.entity_count:  # no GT value, nothing to suggest (as locally)
+        substitutions = sum((p.substitutions for p in parts), Substitutions())
+        date_fields, number_fields = substitutions.gt_reads(result.rules)
+        readings = GtReadings()
+        if date_fields or number_fields:
+            readings = sum(on_partitions(gt_readings, normalizer, date_fields, number_fields), GtReadings())
+        suggestions = rules_from(substitutions, readings, result.rules)
+    suggested_comparators = {**active, **suggestions.comparators(result.entity_types)}
+    sets = [*([{}] if active else []), *([suggested_comparators] if suggested_comparators != active else [])]
+    totals = [{name: dict.fromkeys(COUNT_KEYS, 0) for name in result.models} for _ in sets]
+    for per_set in (on_partitions(counts_under_rules, normalizer, active, sets) if sets else []):
+        for total, counts in zip(totals, per_set, strict=True):
+            for name, own in counts.items():
+                total[name] = {k: total[name][k] + own[k] for k in COUNT_KEYS}
+    strict = totals.pop(0) if active else own_counts(result)
+    return replace(result, rule_counts=RuleCounts(strict, suggestions, totals[0] if totals else None))
