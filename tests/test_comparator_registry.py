@@ -8,7 +8,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kieval_core import KievalOptionError
-from kieval_core.count.comparators import REGISTRY, canonicalise, comparator_name, date_order
+from kieval_core.count.comparators import (
+    REGISTRY,
+    DateCounts,
+    canonicalise,
+    comparator_name,
+    date_counts,
+    date_order,
+)
 
 #: One concrete name per registry entry and parameter (a new entry must be added here).
 NAMES = ["exact", "casefold", "alnum", "number", "number:comma", "date:dmy", "date:mdy", "date:ymd", "phone",
@@ -66,6 +73,24 @@ def test_date_order_by_hand():
     assert contradicted.leading == "date:dmy"
     assert contradicted.fits == (2, 1, 0)  # 4/22/2018 reads month first
     assert contradicted.why == "4 of 4 GT values are dates; day first in 2 of 3 unambiguous"
+    # a distributed run adds the counts of its partitions: 26/12/2018 and 4/22/2018 contradict
+    # each other from two partitions, and neither part alone sees it
+    parts = [["25/12/2018", "26/12/2018"], ["4/22/2018", "01/02/2019"]]
+    assert [date_counts(p).order().order for p in parts] == ["date:dmy", "date:mdy"]
+    assert (date_counts(parts[0]) + date_counts(parts[1])).order() == contradicted
     # a time after a date does not change the date it names
     assert canonicalise("date", ["21/12/16 9:29:44 AM", "07 Mar 2018 18:22"])[0].tolist() == [
         "2016-12-21", "2018-03-07"]
+
+
+DATES = st.sampled_from(["25/12/2018", "12/25/2018", "01/02/2019", "2019-03-04", "7 Mar 2018", "4/22/2018",
+                         "13/01/2019", "2018/12/25", "n/a", "12.5", "25-12-18", ""])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(DATES, max_size=6), max_size=4))
+def test_date_counts_of_parts_add_up_to_the_whole(parts):
+    """How a field writes its dates, read from disjoint parts of its values and added up,
+    is what reading all of them at once gives (the distributed run's suggestions)."""
+    whole = [v for part in parts for v in part]
+    assert sum((date_counts(p) for p in parts), DateCounts()).order() == date_order(whole)

@@ -25,6 +25,7 @@ from kieval_core.count.normalize import Normalizer
 from kieval_core.output.render import report_json
 from kieval_core.output.runs import load_run, save_run
 from kieval_core.read.shards import input_name, is_sharded, partition_of, read_shard, shard_paths, summarize
+from kieval_core.rules import FieldRules
 from kieval_core.scale.partitions import (
     Input,
     Job,
@@ -37,9 +38,12 @@ DECISIONS = DecisionOptions(resamples=30, target=0.7)
 
 
 def partitioned(gt: str, preds: dict[str, str], n: int, options: LoadOptions | None = None,
-                run_dir: Path | None = None):
-    """A distributed run's plan, step by step in this process."""
+                run_dir: Path | None = None, compared: dict[str, str] | None = None):
+    """A distributed run's plan, step by step in this process (``compared``: the user's
+    comparators, as ``evaluate(..., rules=compared, engine="dask")`` passes them on)."""
     options = options or LoadOptions()
+    rules = FieldRules.of(compared)
+    normalizer = Normalizer(comparators=rules.comparator_pairs())
     specs = {"ground truth": gt, **preds}
     reads = {name: [read_shard(p, i, options) for i, p in enumerate(shard_paths(spec))]
              for name, spec in specs.items()}
@@ -48,18 +52,22 @@ def partitioned(gt: str, preds: dict[str, str], n: int, options: LoadOptions | N
     gt_summary = summaries.pop("ground truth")
     job = Job(Input(gt_summary.name, gt, gt_summary.format),
               tuple(Input(name, s.source, s.format) for name, s in summaries.items()),
-              Normalizer(), options.meta, None if run_dir is None else str(run_dir), collect_error_list=True)
+              normalizer, options.meta, None if run_dir is None else str(run_dir), collect_error_list=True)
     splits = {name: [r.split(n) for r in rows] for name, rows in reads.items()}
     scored = [scored_partition(k, [s[k] for s in splits["ground truth"]],
                                {name: [s[k] for s in splits[name]] for name in preds}, job) for k in range(n)]
     parts = [s.result for s in scored[::-1]]  # in any order
-    merged = merge_partitions(parts, gt_summary, summaries, Normalizer())
+    merged = merge_partitions(parts, gt_summary, summaries, normalizer, rules)
     return with_rule_counts(merged, parts, lambda function, *args: [function(s, *args) for s in scored[::-1]])
 
 
 # --- random corpora ------------------------------------------------------------------------
 
-VALUES = st.sampled_from(["1", "2", "A", "B", "x y"])
+# case and punctuation variants, numbers and dates in several orders: the suggested rules
+VALUES = st.sampled_from(["1", "2", "A", "a", "B", "x y", "X-Y", "1.0", "25/12/2018", "12/25/2018",
+                          "2018-12-25", "01/02/2019"])
+#: Comparators the user declares (the strict figures are then counted again).
+COMPARED = st.sampled_from([{}, {"total": "number"}, {"company": "casefold", "menu.price": "date:mdy"}])
 CONF = st.one_of(st.none(), st.sampled_from([0.2, 0.5, 0.5, 0.9]))
 
 
@@ -93,16 +101,16 @@ def corpus(draw):
 @pytest.mark.slow
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(corpus(), st.integers(1, 5), st.integers(1, 6), st.integers(0, 2**32 - 1),
-       st.sampled_from(["parquet", "csv", "jsonl"]))
-def test_partitions_merge_to_the_local_report(data, n_shards, n_parts, seed, kind):
+       st.sampled_from(["parquet", "csv", "jsonl"]), COMPARED)
+def test_partitions_merge_to_the_local_report(data, n_shards, n_parts, seed, kind, compared):
     gt_docs, pred_docs = data
     rng = np.random.default_rng(seed)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         gt = write_shards(long_table(dataset(gt_docs, "gt")), folder / "gt", n_shards, rng, "parquet")
         pred = write_shards(long_table(dataset(pred_docs, "m")), folder / "m", n_shards + 1, rng, kind)
-        local = evaluate(str(gt), {"m": str(pred)})
-        merged = partitioned(str(gt), {"m": str(pred)}, n_parts)
+        local = evaluate(str(gt), {"m": str(pred)}, rules=compared)
+        merged = partitioned(str(gt), {"m": str(pred)}, n_parts, compared=compared)
         assert report_json(merged, DECISIONS) == report_json(local, DECISIONS)
         assert merged.models["m"].error_list.to_csv(index=False) == \
             local.models["m"].error_list.to_csv(index=False)
@@ -242,3 +250,32 @@ def test_the_partitions_rank_the_suspect_labels_of_the_whole(tmp_path):
     assert len(local) > 0
     for n in (1, 3):
         pd.testing.assert_frame_equal(partitioned(str(gt), preds, n).suspects, local)
+
+
+def test_the_suggested_rules_and_their_figures_from_partitions(tmp_path):
+    """The fields' evidence sits in different partitions: the one date that tells the order
+    (25/12/2018, day first) in one document, the substitutions dates, numbers and case
+    would fix in others. Merged, the suggested rules, the strict figures (counted again
+    under the user's comparator) and the suggested ones are the local run's."""
+    gt_docs = {f"d{i}": [("", "", "date", "25/12/2018" if i == 0 else f"0{i}/02/2019"),
+                         ("", "", "company", "ACME Sdn Bhd"), ("", "", "total", f"1{i}.50")]
+               for i in range(6)}
+    pred_docs = {f"d{i}": [("", "", "date", f"2019-02-0{i}" if i else "25/12/2018", 0.9),
+                           ("", "", "company", "acme sdn bhd" if i % 2 else "ACME Sdn Bhd", 0.8),
+                           ("", "", "total", f"1{i}.5", 0.7)] for i in range(6)}
+    rng = np.random.default_rng(3)
+    gt = write_shards(long_table(dataset(gt_docs, "gt")), tmp_path / "gt", 2, rng)
+    pred = write_shards(long_table(dataset(pred_docs, "m")), tmp_path / "m", 3, rng, "jsonl")
+    for compared in ({}, {"total": "number"}):
+        local = evaluate(str(gt), {"m": str(pred)}, rules=compared)
+        for n in (1, 3, 6):
+            merged = partitioned(str(gt), {"m": str(pred)}, n, compared=compared)
+            assert report_json(merged, DECISIONS) == report_json(local, DECISIONS)
+        report = json.loads(report_json(merged, DECISIONS))
+        suggested = {r["type"]: r["comparator"] for r in report["options"]["suggested_rules"]}
+        expected = {"company": "casefold", "date": "date:dmy", **({} if compared else {"total": "number"})}
+        assert suggested == expected
+        model = report["models"]["m"]
+        assert model["kieval_suggested"]["entity"]["tp"] == 18  # every value equal under the suggestions
+        assert model["kieval_strict"]["entity"]["tp"] == 1 + 3 + 0
+        assert model["kieval"]["entity"]["tp"] == 1 + 3 + (6 if compared else 0)
