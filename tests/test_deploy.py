@@ -12,6 +12,7 @@ import pytest
 from builders import dataset, write_jsonl
 from conftest import SHARED_DATA
 from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_review_modes import corpus
 
 from kieval_core import evaluate, load
@@ -238,6 +239,24 @@ def test_assured_threshold_is_never_below_the_point_one_and_its_bound_is_a_boots
         accuracy = m.curve.set_index("threshold").loc[best, "kieval_aligned"]
         gap = accuracy - _bound_by_hand(m, best, 0.9, 120, 3)
         assert assured.documents_needed == math.ceil(m.n_documents * (gap / (accuracy - 0.6)) ** 2)
+
+
+@settings(max_examples=30, deadline=None)
+@given(corpus(), st.integers(2, 5))
+def test_assured_threshold_reads_the_same_bounds_in_small_batches(data, batch):
+    """Bounds computed a few thresholds per pass over the resamples (as on a corpus with
+    more distinct confidences than one pass holds) give the same assured threshold, to the
+    bit, as all of them in one pass."""
+    from kieval_core.review import uncertainty
+
+    gt, (pred,) = data
+    m = evaluate(dataset(gt, "gt"), {"m": dataset(pred, "m")}).models["m"]
+    whole = uncertainty.assured_threshold(m.review, 0.6, 0.9, resamples=60, seed=5)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(uncertainty, "_CELLS", 60 * batch)
+        assert uncertainty.assured_threshold(m.review, 0.6, 0.9, resamples=60, seed=5) == whole
+    if whole.reachable:
+        assert whole.lower_bound == _bound_by_hand(m, whole.threshold, 0.9, 60, 5)
 
 
 def test_holdout_does_not_carry_over_when_its_interval_crosses_the_target():

@@ -345,12 +345,9 @@ def assured_threshold(model: ReviewModel, target: float, assurance: float = 0.95
         return Assured(**common, reachable=False, threshold=None, lower_bound=None, accuracy=None,
                        auto_rate=None, point_threshold=None, point_lower_bound=None)
     taus = curve["threshold"].to_numpy()
-
-    def bound(i: int) -> float:
-        return float(np.quantile(resampled_accuracy(model, float(taus[i]), resamples, seed), 1 - assurance))
-
     first = int(np.searchsorted(taus, point.threshold))
     last = int(np.flatnonzero(curve["auto_rate"].to_numpy() > 0)[-1])
+    bound = _Bounds(model, taus, 1 - assurance, resamples, seed, first, last)
     at_point, at_last = bound(first), bound(last)
     found = _first_reaching(bound, first, last, at_point, at_last, target)
     if found is None:
@@ -367,6 +364,63 @@ def assured_threshold(model: ReviewModel, target: float, assurance: float = 0.95
     return Assured(**common, reachable=True, threshold=float(taus[i]), lower_bound=low,
                    accuracy=float(row["kieval_aligned"]), auto_rate=float(row["auto_rate"]),
                    point_threshold=point.threshold, point_lower_bound=at_point)
+
+
+class _Bounds:
+    """The lower bound (the ``quantile`` of accuracy after review over the resamples of
+    :func:`resampled_accuracy`) at the thresholds ``taus[i]``, for the bisection of
+    :func:`assured_threshold`.
+
+    A bound not yet known is computed with a batch of others in one pass over the
+    resamples: the same draws, every threshold of the batch at once (running sums of the
+    wrong predictions below each). The batch spreads evenly over the gap between the
+    nearest known bounds around the one asked for (at first ``[first, last]``), so the
+    bisection visits the same thresholds as one bound at a time and reads the same values:
+    the counts are whole numbers, exact in float64 whatever the order of their sums.
+    """
+
+    def __init__(self, model: ReviewModel, taus: np.ndarray, quantile: float, resamples: int, seed: int,
+                 first: int, last: int, chunk: int = 50) -> None:
+        self.model, self.taus, self.quantile = model, taus, quantile
+        self.resamples, self.seed, self.chunk = resamples, seed, chunk
+        self.span = (first, last)
+        self.batch = max(2, _CELLS // max(resamples, 1))  # thresholds of one pass
+        order = np.argsort(model.confidence, kind="stable")
+        ordered = model.confidence[order]
+        first_of_value = np.concatenate([[True], ordered[1:] != ordered[:-1]])[:len(ordered)]
+        column = np.cumsum(first_of_value) - 1
+        self.distinct = ordered[first_of_value]
+        self.gain = _Below(model, model.gain, order, column)
+        self.deleted = _Below(model, model.wrong & ~model.gain, order, column)
+        n = model.n_documents
+        self.per_doc = (model.doc_tp, model.doc_addition,
+                        np.bincount(model.doc, weights=model.wrong, minlength=n))
+        self.known: dict[int, float] = {}
+
+    def __call__(self, i: int) -> float:
+        if i not in self.known:
+            self._fill(i)
+        return self.known[i]
+
+    def _fill(self, i: int) -> None:
+        below = [k for k in self.known if k < i]
+        above = [k for k in self.known if k > i]
+        low = max(below) + 1 if below else self.span[0]
+        high = min(above) - 1 if above else self.span[1]
+        low, high = min(low, i), max(high, i)
+        batch = np.unique(np.concatenate([
+            np.linspace(low, high, min(self.batch, high - low + 1)).round().astype(int), [i]]))
+        at = np.searchsorted(self.distinct, self.taus[batch], side="left")
+        rng = np.random.default_rng(self.seed)
+        n = self.model.n_documents
+        parts = []
+        for start in range(0, self.resamples, self.chunk):
+            weights = resample_weights(rng, n, min(self.chunk, self.resamples - start))
+            tp, addition, wrong = (_weighted(weights, x) for x in self.per_doc)
+            gained, deleted = self.gain.at(weights, at), self.deleted.at(weights, at)
+            parts.append(_accuracy(tp, addition, wrong, gained, deleted))
+        bounds = np.quantile(np.concatenate(parts), self.quantile, axis=0)
+        self.known.update(zip(batch.tolist(), bounds.tolist(), strict=True))
 
 
 def _first_reaching(bound, first: int, last: int, at_first: float, at_last: float, target: float
