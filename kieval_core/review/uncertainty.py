@@ -376,7 +376,10 @@ class _Bounds:
     wrong predictions below each). The batch spreads evenly over the gap between the
     nearest known bounds around the one asked for (at first ``[first, last]``), so the
     bisection visits the same thresholds as one bound at a time and reads the same values:
-    the counts are whole numbers, exact in float64 whatever the order of their sums.
+    the counts are whole numbers, exact in float64 whatever the order of their sums. A
+    quantile only reads the order statistics at and after ``quantile * (resamples - 1)``:
+    only the ``keep`` smallest accuracies per threshold are kept from one chunk to the next
+    (the others read as +inf), so one pass holds every threshold of a usual search.
     """
 
     def __init__(self, model: ReviewModel, taus: np.ndarray, quantile: float, resamples: int, seed: int,
@@ -384,7 +387,8 @@ class _Bounds:
         self.model, self.taus, self.quantile = model, taus, quantile
         self.resamples, self.seed, self.chunk = resamples, seed, chunk
         self.span = (first, last)
-        self.batch = max(2, _CELLS // max(resamples, 1))  # thresholds of one pass
+        self.keep = min(resamples, math.floor(quantile * (resamples - 1)) + 2)
+        self.batch = max(2, _CELLS // (self.keep + chunk))  # thresholds of one pass
         order = np.argsort(model.confidence, kind="stable")
         ordered = model.confidence[order]
         first_of_value = np.concatenate([[True], ordered[1:] != ordered[:-1]])[:len(ordered)]
@@ -413,14 +417,20 @@ class _Bounds:
         at = np.searchsorted(self.distinct, self.taus[batch], side="left")
         rng = np.random.default_rng(self.seed)
         n = self.model.n_documents
-        parts = []
+        smallest = np.zeros((0, len(batch)))
         for start in range(0, self.resamples, self.chunk):
             weights = resample_weights(rng, n, min(self.chunk, self.resamples - start))
             tp, addition, wrong = (_weighted(weights, x) for x in self.per_doc)
             gained, deleted = self.gain.at(weights, at), self.deleted.at(weights, at)
-            parts.append(_accuracy(tp, addition, wrong, gained, deleted))
-        bounds = np.quantile(np.concatenate(parts), self.quantile, axis=0)
-        self.known.update(zip(batch.tolist(), bounds.tolist(), strict=True))
+            smallest = np.concatenate([smallest, _accuracy(tp, addition, wrong, gained, deleted)])
+            if len(smallest) > self.keep:
+                smallest = np.partition(smallest, self.keep - 1, axis=0)[:self.keep]
+        step = max(1, _CELLS // self.resamples)
+        for begin in range(0, len(batch), step):
+            padded = np.full((self.resamples, min(step, len(batch) - begin)), np.inf)
+            padded[:self.keep] = smallest[:, begin:begin + step]
+            bounds = np.quantile(padded, self.quantile, axis=0)
+            self.known.update(zip(batch[begin:begin + step].tolist(), bounds.tolist(), strict=True))
 
 
 def _first_reaching(bound, first: int, last: int, at_first: float, at_last: float, target: float
