@@ -26,7 +26,12 @@ from kieval_app.serving.isolation import ChildDied, run_isolated
 from kieval_app.serving.store import Busy, Store, TaskCancelled
 from kieval_app.sources import AppOptions, Source
 from kieval_core import NoCommonDocuments, load_bytes
-from kieval_core.exceptions import KievalInputError, KievalOptionError, UndefinedMetricWarning
+from kieval_core.exceptions import (
+    KievalInputError,
+    KievalOptionError,
+    UndefinedMetricWarning,
+    UnscoredKeyWarning,
+)
 from kieval_core.limits import LimitExceeded
 from kieval_core.output.outputs import Interrupted
 from kieval_core.read.formats.jsontext import NeedsSourceText
@@ -42,6 +47,7 @@ EXAMPLES = {
     LimitExceeded: LimitExceeded("bomb.zip", "uncompressed_mb", "1,000 MiB uncompressed", 512),
     KievalOptionError: KievalOptionError("unknown normaliser 'x'"),
     UndefinedMetricWarning: UndefinedMetricWarning("group F1 is 0/0"),
+    UnscoredKeyWarning: UnscoredKeyWarning("'split': in no prediction file, set aside"),
     BadLocation: BadLocation("'x' is not a number"),
     NeedsSourceText: NeedsSourceText(),
     Interrupted: Interrupted(signal.SIGTERM),
