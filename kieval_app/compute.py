@@ -32,20 +32,15 @@ from typing import Any
 
 from kieval_core import Dataset, DecisionOptions, EvaluationResult, KievalInputError, ModelResult, load_bytes
 from kieval_core.count.peer_families import PeerFigures, needs_structures
+from kieval_core.keys import KeyCounts, one_sided_keys
 from kieval_core.limits import Limits, load_cost, matching_cost
 from kieval_core.output.render import render_report
 from kieval_core.output.runs import SavedRun, load_run, save_run
 from kieval_core.read.formats import group_counts, load_estimate
 from kieval_core.read.page_images import ImageLimits, PageImages, image_files, read_page_images
 from kieval_core.result.registry import resolve_families
-from kieval_core.result.scoring import (
-    KeyCounts,
-    OneSidedKey,
-    finish,
-    one_sided_keys,
-    peer_metrics,
-    score_model,
-)
+from kieval_core.result.results import OneSidedKey
+from kieval_core.result.scoring import finish, peer_metrics, score_model
 from kieval_core.result.suggest import suggested_rules
 from kieval_core.rules import Applied, FieldRules
 
@@ -321,22 +316,23 @@ def build_workspace(
         store.hold(session, ())
         return Workspace(sources, options, None, (read_message(gt, exc),), key)
     gt_keys, pred_keys = KeyCounts.of(gt_set), _pred_keys(store, sources, options, progress)
-    aside = tuple(k.key for k in one_sided_keys(gt_keys, pred_keys, options.score_keys) if k.set_aside)
+    rules = options.rules  # a key they ignore is not scored, whichever side has it
+    aside = tuple(k.key for k in one_sided_keys(gt_keys, pred_keys, options.score_keys, rules) if k.set_aside)
     if aside:  # read as metadata, exactly as the metadata option reads them
         options = dataclasses.replace(options, gt_meta=aside)
         held[0] = _dataset_key(gt, options, "gt")
         gt_set = read_dataset(store, gt, options, "gt", while_waiting(progress, 0.0, f"Reading {gt.name}"))
     families = resolve_families(options.families)
-    sides = {"gt_keys": gt_keys, "score_keys": options.score_keys}
     applied, models, keys, problems, pending = _scored(store, gt, gt_set, sources, options, progress, held)
+    one_sided = one_sided_keys(gt_keys, keys, options.score_keys, rules)
     result = finish(applied.gt, models, keys, applied.normalizer, families, rules=applied.rules,
-                    ignored=applied.ignored, **sides)
+                    ignored=applied.ignored, one_sided=one_sided)
     if options.apply_suggested and result.models:
         suggested = suggested_rules(result)
         applied, models, keys, problems, pending = _scored(store, gt, gt_set, sources, options, progress,
                                                            held, suggested)
         result = finish(applied.gt, models, keys, applied.normalizer, families, rules=applied.rules,
-                        ignored=applied.ignored, **sides)
+                        ignored=applied.ignored, one_sided=one_sided)
     ws = Workspace(sources, options, result, tuple(problems), key, tuple(pending), result.one_sided)
     ws = _with_images(store, ws, held)
     store.hold(session, held, own_bytes=sources.size)

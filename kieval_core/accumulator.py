@@ -34,10 +34,11 @@ from typing import Any
 from .count.normalize import Normalizer
 from .count.peer_families import PeerOptions, needs_structures
 from .exceptions import KievalInputError, KievalOptionError
+from .keys import KeyCounts
 from .read.formats import LoadOptions, load_bytes
 from .result.registry import resolve_families
 from .result.results import EvaluationResult
-from .result.scoring import KeyCounts, finish, score_model
+from .result.scoring import finish, score_model
 
 GT_SOURCE = "ground truth (accumulated)"
 

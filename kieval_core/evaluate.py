@@ -19,6 +19,7 @@ from .choices import ENGINES as ENGINES  # this process, or a Dask cluster (kiev
 from .count.normalize import Normalizer
 from .count.peer_families import PeerOptions, needs_structures
 from .exceptions import KievalOptionError, UnscoredKeyWarning
+from .keys import KeyCounts, one_sided_keys, set_aside
 from .read.dataset import Dataset
 from .read.formats import LoadOptions, check_scoring_cost
 from .read.load import load
@@ -26,17 +27,7 @@ from .read.memory import load_object
 from .result.consensus import with_confidence_sources
 from .result.registry import resolve_families
 from .result.results import EvaluationResult
-from .result.scoring import (
-    DatasetLike,
-    KeyCounts,
-    Progress,
-    named_inputs,
-    one_sided_keys,
-    score_model,
-    score_models,
-    set_aside,
-    unique_name,
-)
+from .result.scoring import DatasetLike, Progress, named_inputs, score_model, score_models, unique_name
 from .review.automation import DEFAULT_MISSING
 from .review.label_fixes import apply_fixes, read_fixes
 from .rules import GT_ORDER_DATE, FieldRules
@@ -176,29 +167,18 @@ def _evaluate(gt, predictions, *, normalizer, rules, metrics, load_options, peer
         preds[name] = pred
         report(2 + 2 * i, steps, f"read {name}")
     keys = {name: KeyCounts.of(pred) for name, pred in preds.items()}
-    gt_keys = KeyCounts.of(gt_set)  # as read: the keys set aside are named in the warnings
-    one_sided = one_sided_keys(gt_keys, keys, score_keys)
+    # the keys as read: the keys set aside are named in the warnings
+    one_sided = one_sided_keys(KeyCounts.of(gt_set), keys, score_keys, rules)
     for key in one_sided:
         warnings.warn(key.python_message, UnscoredKeyWarning, stacklevel=3)
     gt_set = set_aside(gt_set, [k.key for k in one_sided if k.set_aside])
-    sides = {"gt_keys": gt_keys, "score_keys": score_keys}
-    rules = rules.bound_to(gt_set, normalizer)  # dates in the order of the GT as given, fixed or not
-
-    def scored(truth: Dataset) -> EvaluationResult:
-        applied = rules.applied(truth, preds, normalizer)
-        if not rules.apply_suggested:
-            return score_models(applied, keys, families, peer_options, report, **sides)
-        # the suggestions need the substitutions under the other rules: counted first, KIEval only
-        from .result.suggest import suggested_rules
-
-        first = score_models(applied, keys, ("kieval",), peer_options, **sides)
-        suggested = applied.under(suggested_rules(first).over(applied.rules))
-        return score_models(suggested, keys, families, peer_options, report, **sides)
-
+    applied = rules.applied(gt_set, preds, normalizer)  # dates in the order of the GT as given, fixed or not
+    before = score_models(applied, keys, families, peer_options, report, one_sided=one_sided)
     if fixes is None:
-        return scored(gt_set)
-    before = scored(gt_set)
-    fixed = scored(apply_fixes(gt_set, fixes, normalizer, fixes_source))
+        return before
+    fixed_gt = apply_fixes(gt_set, fixes, normalizer, fixes_source)
+    fixed = score_models(applied.rules.applied(fixed_gt, preds, normalizer), keys, families, peer_options,
+                         report, one_sided=one_sided)
     return dataclasses.replace(fixed, before_fixes=before, label_fixes=fixes)
 
 

@@ -15,6 +15,7 @@ from builders import dataset, long_table
 
 from kieval_core import Accumulator, KievalOptionError, NoCommonDocuments, evaluate, load, load_bytes
 from kieval_core.count.normalize import Normalizer
+from kieval_core.keys import one_sided_keys
 from kieval_core.output.render import report_json
 from kieval_core.read.shards import read_shard
 from kieval_core.result.consensus import with_confidence_sources
@@ -82,12 +83,17 @@ def test_finish_counts_the_ground_truths_keys_unless_given():
     keys = {"c": KeyCounts.of(pred)}
     counted = finish(gt, {"c": model}, keys, Normalizer(), ("kieval",))
     assert counted.models["c"] is model
-    given = finish(gt, {"c": model}, keys, Normalizer(), ("kieval",), gt_keys=KeyCounts.of(gt))
+    given = finish(gt, {"c": model}, keys, Normalizer(), ("kieval",),
+                   one_sided=one_sided_keys(KeyCounts.of(gt), keys))
     assert counted.warnings == given.warnings and any("'tip'" in w for w in given.warnings)
     # a ground truth said to have the key "tip" too: no warning about it
     with_tip = KeyCounts({**KeyCounts.of(gt).top_level, "tip": 1}, KeyCounts.of(gt).types | {"tip"})
-    told = finish(gt, {"c": model}, keys, Normalizer(), ("kieval",), gt_keys=with_tip)
+    told = finish(gt, {"c": model}, keys, Normalizer(), ("kieval",), one_sided=one_sided_keys(with_tip, keys))
     assert not any("'tip'" in w for w in told.warnings)
+    # rules that ignore "tip": it is not scored, so not named either
+    ignore_tip = FieldRules.of({"tip": "ignore"})
+    ignoring = finish(gt, {"c": model}, keys, Normalizer(), ("kieval",), rules=ignore_tip)
+    assert not any("'tip'" in w for w in ignoring.warnings)
 
 
 def test_score_model_refuses_a_stranger_except_on_a_partition():

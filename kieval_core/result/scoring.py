@@ -8,8 +8,7 @@ two functions.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -19,15 +18,16 @@ from ..count.engine import Counted, count
 from ..count.normalize import Normalizer
 from ..count.peer_families import PeerFigures, PeerOptions
 from ..exceptions import KievalOptionError, NoCommonDocuments
+from ..keys import KeyCounts, one_sided_keys
 from ..read.dataset import Dataset, DatasetSummary
 from ..read.doc_ids import id_mismatch
-from ..read.formats.builder import meta_frame
 from ..read.memory import TAKES, is_records
 from ..review.automation import DEFAULT_MISSING, ReviewModel
 from ..rules import Applied, FieldRules
 from .consensus import missing_confidence_warning
 from .registry import PeerStep, compute_peer
 from .results import EvaluationResult, ModelResult, OneSidedKey
+from .suggest import suggested_rules
 from .tally import Tally
 
 DatasetLike = Dataset | str | Path
@@ -49,34 +49,46 @@ def named_inputs(predictions) -> list[tuple[str | None, DatasetLike]]:
 
 def finish(gt: Dataset | DatasetSummary, models: Mapping[str, ModelResult], keys: Mapping[str, KeyCounts],
            normalizer: Normalizer, families: tuple[str, ...], *,
-           gt_keys: KeyCounts | None = None, score_keys: Collection[str] | None = None,
-           rules: FieldRules | None = None, ignored: Mapping[str, int] | None = None) -> EvaluationResult:
+           one_sided: Sequence[OneSidedKey] | None = None, rules: FieldRules | None = None,
+           ignored: Mapping[str, int] | None = None) -> EvaluationResult:
     """The evaluation of the scored models: the one last step of :func:`~kieval_core.evaluate`,
     a distributed run's merge, the app and the :class:`~kieval_core.Accumulator`.
 
-    ``keys`` are each model's :class:`KeyCounts` (``gt_keys`` the ground truth's as read,
-    before any key was set aside, counted from ``gt`` when it is a dataset), for the
-    warnings about keys present on one side only; ``score_keys`` as in
-    :func:`one_sided_keys` (None: every key was scored); ``rules`` the field rules they were
-    scored under (``ignored``: the values those left out, per entity type).
+    ``one_sided`` are the keys present on one side only, named in the warnings (by
+    :func:`~kieval_core.keys.one_sided_keys` over the inputs as read, before any key was set
+    aside); None: from ``gt`` (a dataset) and ``keys`` (each model's
+    :class:`~kieval_core.keys.KeyCounts`), every key scored. ``rules`` are the field rules
+    they were scored under (``ignored``: the values those left out, per entity type).
     """
-    gt_keys = KeyCounts.of(gt) if gt_keys is None else gt_keys
-    one_sided = tuple(one_sided_keys(gt_keys, keys, score_keys))
-    warnings = tuple(k.message for k in one_sided)
     if rules is None or not (rules.rules or rules.apply_suggested):  # no rules at all: the empty set
         rules = FieldRules()
+    if one_sided is None:
+        one_sided = one_sided_keys(KeyCounts.of(gt), keys, None, rules)
+    one_sided = tuple(one_sided)
+    warnings = tuple(k.message for k in one_sided)
     return EvaluationResult(gt, dict(models), normalizer, families, warnings, rules,
                             dict(ignored or {}), one_sided=one_sided)
 
 
 def score_models(applied: Applied, keys: Mapping[str, KeyCounts], families: tuple[str, ...],
                  peer_options: PeerOptions = PeerOptions(), progress: Progress | None = None, *,
-                 gt_keys: KeyCounts | None = None, score_keys: Collection[str] | None = None
-                 ) -> EvaluationResult:
+                 one_sided: Sequence[OneSidedKey] | None = None) -> EvaluationResult:
     """Every prediction set of ``applied`` (field rules applied to the inputs) scored by
-    :func:`score_model`, then :func:`finish` (``gt_keys``, ``score_keys``: see there): the
-    evaluation of :func:`~kieval_core.evaluate`. ``progress`` is called after each model as
-    step ``3 + 2 * i`` of ``1 + 2 * models`` (reading took the others)."""
+    :func:`score_model`, then :func:`finish` (``one_sided``: see there): the
+    evaluation of :func:`~kieval_core.evaluate`. Rules that apply the suggested ones are
+    counted first under the others (KIEval only), for the suggestions. ``progress`` is
+    called after each model as step ``3 + 2 * i`` of ``1 + 2 * models`` (reading took the
+    others)."""
+    if not applied.rules.apply_suggested:
+        return _score_models(applied, keys, families, peer_options, progress, one_sided)
+    first = _score_models(applied, keys, ("kieval",), peer_options, None, one_sided)
+    suggested = applied.under(suggested_rules(first).over(applied.rules))
+    return _score_models(suggested, keys, families, peer_options, progress, one_sided)
+
+
+def _score_models(applied: Applied, keys: Mapping[str, KeyCounts], families: tuple[str, ...],
+                  peer_options: PeerOptions, progress: Progress | None,
+                  one_sided: Sequence[OneSidedKey] | None) -> EvaluationResult:
     models: dict[str, ModelResult] = {}
     steps = 1 + 2 * len(applied.predictions)
     for i, (name, pred) in enumerate(applied.predictions.items()):
@@ -85,7 +97,7 @@ def score_models(applied: Applied, keys: Mapping[str, KeyCounts], families: tupl
         if progress is not None:
             progress(3 + 2 * i, steps, f"scored {name}")
     return finish(applied.gt, models, keys, applied.normalizer, families, rules=applied.rules,
-                  ignored=applied.ignored, gt_keys=gt_keys, score_keys=score_keys)
+                  ignored=applied.ignored, one_sided=one_sided)
 
 
 def unique_name(name: str, taken: Mapping[str, object]) -> None:
@@ -197,78 +209,6 @@ def no_common_documents(gt_source: str, gt_ids: Sequence[str], pred_source: str,
            f"{preview(sorted(gt_ids), 3)})")
     hint = id_mismatch(gt_ids, pred_ids)
     return NoCommonDocuments(pred_source, None, msg if hint is None else f"{msg}: {hint}")
-
-
-@dataclass(frozen=True)
-class KeyCounts:
-    """The keys of one input: its top-level (non-group) entity types with their counts, every
-    entity type it has, and its record-level keys (:attr:`Dataset.record_keys`)."""
-
-    top_level: Mapping[str, int]
-    types: frozenset[str]
-    record_level: frozenset[str] = frozenset()
-
-    @classmethod
-    def of(cls, dataset: Dataset) -> KeyCounts:
-        e = dataset.entities
-        counts = e.loc[e["group_type"] == "", "entity_type"].value_counts()
-        top = {str(k): int(v) for k, v in counts.items()}
-        return cls(top, frozenset(e["entity_type"]), dataset.record_keys)
-
-    @classmethod
-    def merge(cls, parts: Sequence[KeyCounts]) -> KeyCounts:
-        """The keys of the union of disjoint sets of documents."""
-        top: dict[str, int] = {}
-        for part in parts:
-            for key, n in part.top_level.items():
-                top[key] = top.get(key, 0) + n
-        return cls(top, frozenset().union(*(part.types for part in parts)),
-                   frozenset().union(*(part.record_level for part in parts)))
-
-
-def one_sided_keys(gt: KeyCounts, predictions: Mapping[str, KeyCounts],
-                   score_keys: Collection[str] | None = ()) -> list[OneSidedKey]:
-    """Top-level (non-group) keys present on one side only: such a key is often metadata
-    (``split``, ``source``) and is never scored silently. A record-level ground-truth key
-    (:attr:`KeyCounts.record_level`) that no prediction file has is set aside (not scored)
-    unless it is in ``score_keys``; None scores every key (an engine that cannot set keys
-    aside)."""
-    if not predictions:
-        return []
-    predicted = frozenset().union(*(p.types for p in predictions.values()))
-    out = [OneSidedKey(key, "ground truth", n, key in gt.record_level,
-                       score_keys is not None and key not in score_keys and key in gt.record_level)
-           for key, n in sorted(gt.top_level.items()) if key not in predicted]
-    pred_keys: dict[str, int] = {}
-    for p in predictions.values():
-        for key, n in p.top_level.items():
-            pred_keys[key] = pred_keys.get(key, 0) + n
-    record_level = frozenset().union(*(p.record_level for p in predictions.values()))
-    out += [OneSidedKey(key, "predictions", n, key in record_level) for key, n in sorted(pred_keys.items())
-            if key not in gt.types]
-    return out
-
-
-def set_aside(gt: Dataset, keys: Sequence[str]) -> Dataset:
-    """The ground truth with its top-level entities of ``keys`` kept as metadata, never
-    scored, as :class:`~kieval_core.read.formats.LoadOptions` ``meta`` reads them (the
-    documents' structures, which the peer metrics score, lose those keys too)."""
-    if not keys:
-        return gt
-    e = gt.entities
-    chosen = ((e["group_type"] == "") & e["entity_type"].isin(list(keys))).to_numpy()
-    rows: dict[str, dict[str, str]] = {d: {} for d in gt.doc_ids}
-    if gt.meta is not None:
-        for doc_id, row in zip(gt.meta.index, gt.meta.to_dict("records"), strict=True):
-            rows[doc_id].update((k, v) for k, v in row.items() if isinstance(v, str))
-    for doc_id, key, value in e.loc[chosen, ["doc_id", "entity_type", "value"]].itertuples(index=False):
-        rows[doc_id].setdefault(key, value)
-    meta = meta_frame({d: row for d, row in rows.items() if row})
-    structures = gt.structures
-    if structures is not None:
-        structures = {d: {k: v for k, v in s.items() if k not in keys} if isinstance(s, dict) else s
-                      for d, s in structures.items()}
-    return replace(gt, entities=e[~chosen].reset_index(drop=True), meta=meta, structures=structures)
 
 
 def preview(ids: Sequence[str], limit: int = 5) -> str:

@@ -36,11 +36,12 @@ import numpy as np
 import pandas as pd
 
 from ..count.normalize import Normalizer
+from ..keys import KeyCounts, one_sided_keys
 from ..output.runs import save_partition
 from ..read.dataset import Dataset, DatasetSummary
 from ..read.shards import ShardRows, assemble
 from ..result.results import EvaluationResult, ModelResult, error_list_of
-from ..result.scoring import KeyCounts, finish, model_result, score_model
+from ..result.scoring import finish, model_result, score_model
 from ..result.suggest import (
     COUNT_KEYS,
     GtReadings,
@@ -191,7 +192,8 @@ def merge_partitions(parts: Sequence[PartitionResult], gt: DatasetSummary,
                                     partition_error_list=merged)
     keys = {name: KeyCounts.merge([p.models[name].keys for p in parts]) for name in predictions}
     gt_keys = KeyCounts.merge([p.gt_keys for p in parts])  # partitions score every key: none set aside
-    result = finish(gt, models, keys, normalizer, ("kieval",), gt_keys=gt_keys, rules=rules)
+    one_sided = one_sided_keys(gt_keys, keys, None, rules)
+    result = finish(gt, models, keys, normalizer, ("kieval",), one_sided=one_sided, rules=rules)
     return replace(result, partition_suspects=merge_suspects(parts))
 
 
