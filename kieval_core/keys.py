@@ -49,7 +49,8 @@ def one_sided_keys(gt: KeyCounts, predictions: Mapping[str, KeyCounts],
     (``split``, ``source``) and is never scored silently. A record-level ground-truth key
     (:attr:`KeyCounts.record_level`) that no prediction file has is set aside (not scored)
     unless it is in ``score_keys``; None scores every key (an engine that cannot set keys
-    aside). A key ``rules`` ignore is left out: it is not scored, whichever side has it."""
+    aside). A key ``rules`` ignore is left out (it is not scored, whichever side has it),
+    unless it is set aside: metadata is set aside before any rule."""
     if not predictions:
         return []
     predicted = frozenset().union(*(p.types for p in predictions.values()))
@@ -63,7 +64,7 @@ def one_sided_keys(gt: KeyCounts, predictions: Mapping[str, KeyCounts],
     record_level = frozenset().union(*(p.record_level for p in predictions.values()))
     out += [OneSidedKey(key, "predictions", n, key in record_level) for key, n in sorted(pred_keys.items())
             if key not in gt.types]
-    return [k for k in out if rules is None or not rules.ignores(k.key)]
+    return [k for k in out if k.set_aside or rules is None or not rules.ignores(k.key)]
 
 
 def set_aside(gt: Dataset, keys: Sequence[str]) -> Dataset:
