@@ -17,7 +17,7 @@ from builders import dataset, long_table, write_shards
 from conftest import SAMPLE_DATA
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_partitions import corpus
+from test_partitions import corpus, split_evidence
 
 from kieval_core import (
     DecisionOptions,
@@ -240,3 +240,15 @@ def test_the_rules_strict_and_suggested_figures_are_the_local_ones(client, sampl
     models = report["models"].values()
     assert any(m["kieval_strict"]["aligned"] != m["kieval"]["aligned"] for m in models)
     assert all("kieval_suggested" in m for m in models)
+
+
+def test_the_causes_date_order_is_the_whole_ground_truths(client, tmp_path):
+    """The one GT date that settles the order sits in one of six partitions: the Dask run's
+    causes and warnings are the local run's (SPEC 2c)."""
+    gt, pred = split_evidence(tmp_path)
+    result = evaluate(gt, {"m": pred}, engine="dask", client=client, partitions=6)
+    text = report_json(result, DECISIONS)
+    assert text == report_json(evaluate(gt, {"m": pred}), DECISIONS)
+    rows = json.loads(text)["models"]["m"]["by_entity_type"]
+    date = next(row for row in rows if row["entity_type"] == "date")
+    assert date["causes"]["substitution"]["format"] == 5

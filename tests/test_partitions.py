@@ -8,6 +8,7 @@ import json
 import math
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -27,8 +28,10 @@ from kieval_core.output.runs import load_run, save_run
 from kieval_core.read.shards import input_name, is_sharded, partition_of, read_shard, shard_paths, summarize
 from kieval_core.rules import FieldRules
 from kieval_core.scale.partitions import (
+    GtDates,
     Input,
     Job,
+    gt_dates,
     merge_partitions,
     scored_partition,
     with_rule_counts,
@@ -54,10 +57,15 @@ def partitioned(gt: str, preds: dict[str, str], n: int, options: LoadOptions | N
               tuple(Input(name, s.source, s.format) for name, s in summaries.items()),
               normalizer, options.meta, None if run_dir is None else str(run_dir), collect_error_list=True)
     splits = {name: [r.split(n) for r in rows] for name, rows in reads.items()}
-    scored = [scored_partition(k, [s[k] for s in splits["ground truth"]],
-                               {name: [s[k] for s in splits[name]] for name in preds}, job) for k in range(n)]
+
+    def rows_of(k: int) -> tuple[list, dict]:
+        return [s[k] for s in splits["ground truth"]], {name: [s[k] for s in splits[name]] for name in preds}
+
+    dates = sum((gt_dates(*rows_of(k), job) for k in range(n)), GtDates())
+    job = replace(job, gt_orders=dates.orders())
+    scored = [scored_partition(k, *rows_of(k), job) for k in range(n)]
     parts = [s.result for s in scored[::-1]]  # in any order
-    merged = merge_partitions(parts, gt_summary, summaries, normalizer, rules)
+    merged = merge_partitions(parts, gt_summary, summaries, normalizer, rules, dates)
     return with_rule_counts(merged, parts, lambda function, *args: [function(s, *args) for s in scored[::-1]])
 
 
@@ -294,10 +302,35 @@ def test_the_suggested_rules_and_their_figures_from_partitions(tmp_path):
         assert model["kieval"]["entity"]["tp"] == 1 + 3 + (6 if compared else 0)
 
 
-@pytest.mark.xfail(strict=True, reason="the causes' date order of a field (87a14b9, SPEC 2c) is read from "
-                   "each partition's GT alone: format vs date_order, aligned_if_format_right and the "
-                   "'does not settle a date order' warning differ from the local run's")
 def test_the_causes_date_order_is_the_whole_ground_truths(tmp_path):
+    """The one date that tells the order (25/12/2018, in d0) sits in one partition: the
+    others' ambiguous pairs (01/02/2019 vs 2019-02-01) are still ``format``, as locally."""
     gt, pred = split_evidence(tmp_path)
-    assert report_json(partitioned(gt, {"m": pred}, 6), DECISIONS) == report_json(evaluate(gt, {"m": pred}),
-                                                                                  DECISIONS)
+    local = report_json(evaluate(gt, {"m": pred}), DECISIONS)
+    merged = report_json(partitioned(gt, {"m": pred}, 6), DECISIONS)
+    assert merged == local
+    model = json.loads(merged)["models"]["m"]
+    date = next(row for row in model["by_entity_type"] if row["entity_type"] == "date")
+    assert date["causes"]["substitution"] == {"format": 5, "date_order": 0, "near_miss": 0, "other_value": 0}
+    assert model["kieval"]["aligned_if_format_right"] == 1.0
+
+
+@pytest.mark.parametrize(("first", "second", "warned"), [
+    ("25/12/2018", "12/25/2018", True),  # the whole GT contradicts itself, each partition need not
+    ("25/12/2018", "26/12/2018", False),  # settled (day first): 2019-01-02 for 01/02/2019 is date_order
+])
+def test_the_date_order_warning_reads_the_whole_ground_truth(tmp_path, first, second, warned):
+    """The "does not settle a date order" warning of a distributed run is the local run's:
+    read from the whole GT's dates, not from the (absent) entities of its summary."""
+    gt_docs = {f"d{i}": [("", "", "date", {0: first, 1: second}.get(i, f"0{i}/02/2019"))] for i in range(6)}
+    pred_docs = {f"d{i}": [("", "", "date", f"2019-0{i}-02" if i > 1 else gt_docs[f"d{i}"][0][3], 0.9)]
+                 for i in range(6)}
+    rng = np.random.default_rng(5)
+    gt = str(write_shards(long_table(dataset(gt_docs, "gt")), tmp_path / "gt", 2, rng))
+    pred = str(write_shards(long_table(dataset(pred_docs, "m")), tmp_path / "m", 3, rng, "jsonl"))
+    local = report_json(evaluate(gt, {"m": pred}), DECISIONS)
+    assert report_json(partitioned(gt, {"m": pred}, 6), DECISIONS) == local
+    report = json.loads(local)
+    assert any("does not settle a date order" in w for w in report["warnings"]) == warned
+    date = report["models"]["m"]["by_entity_type"][0]
+    assert date["causes"]["substitution"]["date_order"] == 3  # 02/02/2019 reads the same in every order

@@ -122,9 +122,13 @@ def field_date_orders(entity_types: Sequence[str], values: Sequence[str], wanted
     frame = frame[frame["type"].isin(list(wanted)).to_numpy()]
     orders = {t: -1 for t in wanted}
     for entity_type, rows in frame.groupby("type", sort=True):  # one call per field, not per value
-        order = date_order(rows["value"].to_numpy(object)).order
-        orders[entity_type] = -1 if order is None else DATE_ORDERS.index(order.removeprefix("date:"))
+        orders[entity_type] = order_code(date_order(rows["value"].to_numpy(object)).order)
     return orders
+
+
+def order_code(order: str | None) -> int:
+    """A date order (``date:dmy`` ...) as an index into :data:`DATE_ORDERS`; None: -1."""
+    return -1 if order is None else DATE_ORDERS.index(order.removeprefix("date:"))
 
 
 def folded(values: np.ndarray) -> list[str]:

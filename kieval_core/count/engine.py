@@ -26,6 +26,7 @@ one) are settled by content.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -48,6 +49,7 @@ from .causes import (
     held_elsewhere,
     substitution_cause_codes,
 )
+from .comparators import DateCounts, date_counts
 from .matching import assignment, match_stack
 from .normalize import Normalizer
 
@@ -110,13 +112,16 @@ class Counted:
     doc_ids: tuple[str, ...]
 
 
-def count(gt: Dataset, pred: Dataset, normalizer: Normalizer = Normalizer(), causes: bool = True) -> Counted:
+def count(gt: Dataset, pred: Dataset, normalizer: Normalizer = Normalizer(), causes: bool = True,
+          gt_orders: Mapping[str, int] | None = None) -> Counted:
     """Match and count one prediction set against the ground truth.
 
     Predicted documents absent from the ground truth must already be removed (the
     caller reports them); GT documents absent from the predictions simply have no
     predicted entities. ``causes=False`` leaves out the causes of the corrections (the
     ``cause`` and cause count columns): the counts alone, the baseline of the bench.
+    ``gt_orders``: the date order per entity type of a larger ground truth than ``gt``
+    (a distributed run's whole GT, :func:`gt_date_counts`); default: ``gt``'s own.
     """
     g, p, vocab = encode(gt.entities, pred.entities, gt.doc_ids, normalizer)
     gg, pg = group_ids(g, vocab), group_ids(p, vocab)
@@ -125,7 +130,7 @@ def count(gt: Dataset, pred: Dataset, normalizer: Normalizer = Normalizer(), cau
     partner_g, partner_p = link(p, lg, lp)
     cause_g = cause_p = None
     if causes:
-        cause_g, cause_p = label_causes(g, p, lg, lp, pairs, vocab, normalizer)
+        cause_g, cause_p = label_causes(g, p, lg, lp, pairs, vocab, normalizer, gt_orders)
         cells = _with_cause_counts(cells, g, p, lg, lp, cause_g, cause_p)
     return Counted(
         cells=cells,
@@ -672,15 +677,19 @@ def _paired_group(s: Side, labels: Labels, pairs: pd.DataFrame, other_side: str)
     return take(other, np.where(s.grp >= 0, labels.pair, -1))
 
 
-def date_orders(g: Side, etypes: np.ndarray, vocab: Vocabulary, normalizer: Normalizer) -> np.ndarray:
+def date_orders(g: Side, etypes: np.ndarray, vocab: Vocabulary, normalizer: Normalizer,
+                gt_orders: Mapping[str, int] | None = None) -> np.ndarray:
     """Per entity type code: its date order (an index into
     :data:`~kieval_core.count.causes.DATE_ORDERS`, -1 for none), the declared ``date:*``
-    comparator's, else the one its GT values use across the dataset; read for the types
-    ``etypes`` only."""
+    comparator's, else the one its GT values use across the dataset (``gt_orders`` when
+    given, else ``g``'s values); read for the types ``etypes`` only."""
     wanted = np.unique(etypes)
     names = list(vocab.etypes[wanted])
-    rows = np.isin(g.etype, wanted)
-    found = field_date_orders(vocab.etypes[g.etype[rows]], vocab.normalised[g.norm[rows]], names)
+    if gt_orders is None:
+        rows = np.isin(g.etype, wanted)
+        found = field_date_orders(vocab.etypes[g.etype[rows]], vocab.normalised[g.norm[rows]], names)
+    else:
+        found = {name: gt_orders.get(name, -1) for name in names}
     declared = normalizer.comparator_of(names)
     found.update({etype: DATE_ORDERS.index(comparator.removeprefix("date:"))
                   for etype, comparator in declared.items() if comparator.startswith("date:")})
@@ -689,8 +698,20 @@ def date_orders(g: Side, etypes: np.ndarray, vocab: Vocabulary, normalizer: Norm
     return orders
 
 
+def gt_date_counts(gt: Dataset, normalizer: Normalizer) -> dict[str, DateCounts]:
+    """Per entity type, the :class:`~kieval_core.count.comparators.DateCounts` of ``gt``'s
+    values as :func:`count` normalises them: added up over disjoint parts of a ground
+    truth, the date orders (:meth:`~kieval_core.count.comparators.DateCounts.order`) its
+    causes use on the whole."""
+    codes, normalised = normalizer.sorted_codes(gt.entities["value"].to_numpy(object))
+    values = pd.Series(normalised[codes], dtype=object)
+    return {str(etype): date_counts(rows.to_numpy(object))
+            for etype, rows in values.groupby(gt.entities["entity_type"].to_numpy(object), sort=True)}
+
+
 def label_causes(g: Side, p: Side, lg: Labels, lp: Labels, pairs: pd.DataFrame, vocab: Vocabulary,
-                 normalizer: Normalizer) -> tuple[np.ndarray, np.ndarray]:
+                 normalizer: Normalizer, gt_orders: Mapping[str, int] | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """The cause code of every entity (index into :data:`~kieval_core.count.causes.CAUSES`, -1
     when correct): a substitution's on both sides, a deletion's, an addition's.
 
@@ -707,7 +728,7 @@ def label_causes(g: Side, p: Side, lg: Labels, lp: Labels, pairs: pd.DataFrame, 
         used, pair_codes = np.unique(np.concatenate([g.norm[partner], p.norm[sub]]), return_inverse=True)
         digits = has_digit(vocab.normalised[used])[pair_codes]  # a date order matters to pairs of dates only
         dated = digits[: len(sub)] & digits[len(sub):]
-        order = date_orders(g, p.etype[sub][dated], vocab, normalizer)[p.etype[sub]] + 1
+        order = date_orders(g, p.etype[sub][dated], vocab, normalizer, gt_orders)[p.etype[sub]] + 1
         n_norm = max(len(vocab.normalised), 1)
         key = (order * n_norm + g.norm[partner]) * n_norm + p.norm[sub]
         distinct, inverse = np.unique(key, return_inverse=True)

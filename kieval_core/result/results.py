@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..count.causes import CAUSES_OF_KIND
-from ..count.comparators import date_order
+from ..count.comparators import DateCounts, date_order
 from ..count.engine import KIND_OF_STATUS, Counted
 from ..count.normalize import Normalizer
 from ..count.peer_families import PeerFigures
@@ -362,6 +362,9 @@ class EvaluationResult:
     #: The strict and suggested counts when the run counted them itself (a distributed run,
     #: whose engine's tables stay on the workers); None: counted from the tables.
     rule_counts: RuleCounts | None = None
+    #: Per field, the date statistics of a distributed run's GT values (its entities stay on
+    #: the workers), which :attr:`date_order_warnings` reads; None: read from ``gt.entities``.
+    gt_date_counts: Mapping[str, DateCounts] | None = field(default=None, repr=False)
 
     @property
     def set_aside(self) -> list[str]:
@@ -452,8 +455,10 @@ class EvaluationResult:
                            for t in table.index[table["substitution_date_order"].to_numpy() > 0]})
         out = []
         for etype in affected:
-            values = gt.loc[(gt["entity_type"] == etype).to_numpy(), "value"].to_numpy(object)
-            order = date_order(values)
+            if self.gt_date_counts is None:
+                order = date_order(gt.loc[(gt["entity_type"] == etype).to_numpy(), "value"].to_numpy(object))
+            else:
+                order = self.gt_date_counts.get(etype, DateCounts()).order()
             if order.order is not None or self.comparators.get(etype, "").startswith("date:"):
                 continue
             out.append(f"{etype}: the ground truth does not settle a date order ({order.why}), so a date "

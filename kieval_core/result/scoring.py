@@ -109,7 +109,7 @@ def unique_name(name: str, taken: Mapping[str, object]) -> None:
 
 def score_model(gt: Dataset, pred: Dataset, *, name: str, normalizer: Normalizer,
                 families: tuple[str, ...] = ("kieval",), peer_options: PeerOptions = PeerOptions(),
-                partition: bool = False) -> ModelResult:
+                partition: bool = False, gt_orders: Mapping[str, int] | None = None) -> ModelResult:
     """One prediction set scored against the ground truth: restricted to the GT documents,
     counted, tallied, its peer families and its warnings. The one per-model step of
     :func:`~kieval_core.evaluate`, the partitions of a distributed run, the app and the
@@ -117,7 +117,8 @@ def score_model(gt: Dataset, pred: Dataset, *, name: str, normalizer: Normalizer
 
     A prediction set that shares no document with the ground truth is refused
     (:class:`~kieval_core.NoCommonDocuments`), except on one ``partition`` of a corpus
-    (the whole corpus was checked before it was partitioned).
+    (the whole corpus was checked before it was partitioned), whose causes then read
+    ``gt_orders``, the date orders of the whole ground truth (:func:`~kieval_core.count.engine.count`).
     """
     if not partition:
         check_overlap(gt, pred)
@@ -129,7 +130,7 @@ def score_model(gt: Dataset, pred: Dataset, *, name: str, normalizer: Normalizer
     missing = tuple(sorted(d for d in gt.doc_ids if d not in pred_ids))
     unknown = tuple(sorted(d for d in pred.doc_ids if d not in gt_ids))
     gt = resolve_alternatives(gt, restricted, normalizer)  # each set of alternatives: one value
-    counted = count(gt, restricted, normalizer)
+    counted = count(gt, restricted, normalizer, gt_orders=gt_orders)
     tally = Tally.from_counted(counted, ReviewModel.from_counted(counted))
     return model_result(name, pred, tally, missing, unknown, meta=gt.meta, counted=counted,
                         peer=compute_peer(families, gt, restricted, peer_options))

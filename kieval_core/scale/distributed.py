@@ -16,8 +16,11 @@ How a run goes (every step but the last runs on the workers):
    of the doc_id (:func:`~kieval_core.read.shards.partition_of`) and partition k gathers part
    k of every shard: a hash shuffle expressed as Dask tasks, so a document's GT rows and
    predicted rows meet whatever shards they sit in;
-3. **score**: :func:`~kieval_core.scale.partitions.score_partition` per partition (the local
-   engine's code on those documents); with ``run_dir`` it writes the partition's detail
+3. **score**: a first pass reads each partition's GT date statistics
+   (:func:`~kieval_core.scale.partitions.gt_dates`), which the client adds up into
+   each field's date order over the whole GT (the causes' order, SPEC 2c); then
+   :func:`~kieval_core.scale.partitions.score_partition` per partition (the local
+   engine's code on those documents, with those orders); with ``run_dir`` it writes the partition's detail
    and GT entities there, with ``collect_error_list`` it returns its error list;
 4. **merge**: the client reduces the partitions' tallies as they arrive
    (:func:`~kieval_core.scale.partitions.merge_partitions`). It holds the merged tally: about
@@ -38,6 +41,7 @@ import operator
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -61,10 +65,12 @@ from ..result.results import EvaluationResult
 from ..result.scoring import DatasetLike, Progress, named_inputs, no_common_documents, unique_name
 from ..rules import FieldRules
 from .partitions import (
+    GtDates,
     Input,
     Job,
     PartitionResult,
     Scored,
+    gt_dates,
     merge_partitions,
     scored_partition,
     with_rule_counts,
@@ -227,6 +233,10 @@ def _run(client: Any, inputs: dict[str, str], normalizer: Normalizer, options: L
     job = Job(Input(gt.name, gt.source, gt.format),
               tuple(Input(p.name, p.source, p.format) for p in summaries.values()),
               normalizer, options.meta, run_dir, collect_error_list)
+    # the causes' date orders are the whole GT's (SPEC 2c): a pass over the partitions first
+    dates = sum(client.gather([client.submit(gt_dates, rows[_GT][k], {n: rows[n][k] for n in names[1:]},
+                                             job, pure=False) for k in range(n_parts)]), GtDates())
+    job = replace(job, gt_orders=dates.orders())
     # the scored partitions stay on their workers for the passes of the rules; only their results travel
     scored = [client.submit(scored_partition, k, rows[_GT][k], {n: rows[n][k] for n in names[1:]},
                             job, pure=False) for k in range(n_parts)]
@@ -237,7 +247,7 @@ def _run(client: Any, inputs: dict[str, str], normalizer: Normalizer, options: L
         results.append(future.result())
         future.release()
         report(total + done, total + n_parts, "scored partitions")
-    merged = merge_partitions(results, gt, summaries, normalizer, rules)
+    merged = merge_partitions(results, gt, summaries, normalizer, rules, dates)
 
     def on_partitions(function, *args) -> list:
         return client.gather([client.submit(function, future, *args, pure=False) for future in scored])

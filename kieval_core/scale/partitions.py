@@ -5,6 +5,9 @@ prediction set's. Every figure of a document depends on that document alone (gro
 matched within a document, ties are settled by content, the review model is kept in a
 canonical order), so:
 
+* :func:`gt_dates` reads, before scoring, each partition's GT date statistics; added up
+  (:class:`GtDates`), they give every partition the date order of each field over the
+  whole ground truth (:attr:`Job.gt_orders`), which the causes use (SPEC 2c);
 * :func:`score_partition` runs the local engine's code on one partition (the rows of its
   documents, as :class:`~kieval_core.read.shards.ShardRows`): :func:`~kieval_core.read.shards.assemble`,
   :func:`~kieval_core.result.scoring.score_model`, as a local run scores;
@@ -29,19 +32,24 @@ the key) would run the same two functions.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import chain
 
 import numpy as np
 import pandas as pd
 
+from ..count.alternatives import resolve_alternatives
+from ..count.causes import order_code
+from ..count.comparators import DateCounts, date_counts
+from ..count.engine import gt_date_counts
 from ..count.normalize import Normalizer
 from ..keys import KeyCounts, one_sided_keys
 from ..output.runs import save_partition
 from ..read.dataset import Dataset, DatasetSummary
+from ..read.formats.builder import ALTERNATIVE_SET
 from ..read.shards import ShardRows, assemble
 from ..result.results import EvaluationResult, ModelResult, error_list_of
-from ..result.scoring import finish, model_result, score_model
+from ..result.scoring import finish, model_result, restrict, score_model
 from ..result.suggest import (
     COUNT_KEYS,
     GtReadings,
@@ -82,6 +90,10 @@ class Job:
         partition writes its ground-truth entities and each model's detail there.
     collect_error_list : bool
         Whether each partition returns its error list (``--errors-csv``).
+    gt_orders : mapping or None
+        Per prediction set, the date order of each field over the whole ground truth
+        (:meth:`GtDates.orders` of the pass before scoring, :func:`gt_dates`), which its
+        causes use (SPEC 2c); None: each partition's own GT.
     """
 
     gt: Input
@@ -90,6 +102,7 @@ class Job:
     meta_keys: tuple[str, ...] = ()
     run_dir: str | None = None
     collect_error_list: bool = False
+    gt_orders: Mapping[str, Mapping[str, int]] | None = None
 
 
 @dataclass(frozen=True)
@@ -148,7 +161,8 @@ def scored_partition(index: int, gt_rows: Sequence[ShardRows], pred_rows: Mappin
             models[spec.name] = ModelPart(None, (), tuple(sorted(pred.doc_ids)), KeyCounts.of(pred))
             detail.append(None)
             continue
-        model = score_model(gt, pred, name=spec.name, normalizer=job.normalizer, partition=True)
+        model = score_model(gt, pred, name=spec.name, normalizer=job.normalizer, partition=True,
+                            gt_orders=None if job.gt_orders is None else job.gt_orders[spec.name])
         error_list = error_list_of(model.counted) if job.collect_error_list else None
         models[spec.name] = ModelPart(model.tally, model.missing_documents, model.unknown_documents,
                                       KeyCounts.of(pred), error_list)
@@ -166,14 +180,61 @@ def scored_partition(index: int, gt_rows: Sequence[ShardRows], pred_rows: Mappin
     return Scored(result, gt, scored)
 
 
+def _added(a: Mapping[str, DateCounts], b: Mapping[str, DateCounts]) -> dict[str, DateCounts]:
+    return {name: a.get(name, DateCounts()) + b.get(name, DateCounts()) for name in sorted({*a, *b})}
+
+
+@dataclass(frozen=True)
+class GtDates:
+    """A ground truth's date statistics per field
+    (:class:`~kieval_core.count.comparators.DateCounts`), which add up over partitions: of
+    its values as read (``values``: what the "does not settle a date order" warning
+    reads) and, per prediction set, of the values its count reads (``counted``: normalised,
+    each set of alternatives resolved against its predictions)."""
+
+    values: Mapping[str, DateCounts] = field(default_factory=dict)
+    counted: Mapping[str, Mapping[str, DateCounts]] = field(default_factory=dict)
+
+    def __add__(self, other: GtDates) -> GtDates:
+        counted = {name: _added(self.counted.get(name, {}), other.counted.get(name, {}))
+                   for name in {**self.counted, **other.counted}}
+        return GtDates(_added(self.values, other.values), counted)
+
+    def orders(self) -> dict[str, dict[str, int]]:
+        """Per prediction set, each field's date order for its causes (SPEC 2c), as
+        :func:`~kieval_core.count.causes.order_code` numbers it."""
+        return {name: {f: order_code(counts.order().order) for f, counts in fields.items()}
+                for name, fields in self.counted.items()}
+
+
+def gt_dates(gt_rows: Sequence[ShardRows], pred_rows: Mapping[str, Sequence[ShardRows]], job: Job) -> GtDates:
+    """The :class:`GtDates` of one partition's ground truth: the pass before scoring, whose
+    sum gives every partition the date orders of the whole ground truth (:attr:`Job.gt_orders`)."""
+    gt = assemble(gt_rows, job.gt.source, job.gt.name, job.gt.format, job.meta_keys)
+    if not gt.doc_ids:
+        return GtDates(counted={spec.name: {} for spec in job.models})
+    values = gt.entities.groupby("entity_type", sort=True)["value"]
+    own = {str(etype): date_counts(rows.to_numpy(object)) for etype, rows in values}
+    if ALTERNATIVE_SET not in gt.entities:
+        counted = gt_date_counts(gt, job.normalizer)
+        return GtDates(own, {spec.name: counted for spec in job.models})
+    counted = {}
+    for spec in job.models:
+        pred = assemble(pred_rows.get(spec.name, ()), spec.source, spec.name, spec.format, job.meta_keys)
+        counted[spec.name] = gt_date_counts(resolve_alternatives(gt, restrict(gt, pred), job.normalizer),
+                                            job.normalizer)
+    return GtDates(own, counted)
+
+
 def merge_partitions(parts: Sequence[PartitionResult], gt: DatasetSummary,
                      predictions: Mapping[str, DatasetSummary], normalizer: Normalizer,
-                     rules: FieldRules | None = None) -> EvaluationResult:
+                     rules: FieldRules | None = None, dates: GtDates | None = None) -> EvaluationResult:
     """The result of the whole corpus from its partitions' results.
 
     ``gt`` and ``predictions`` describe the inputs as a whole (documents, metadata, notes,
     loader warnings: :func:`~kieval_core.read.shards.summarize`); the counts come from the
-    partitions; ``rules`` are the field rules the normaliser's comparators come from.
+    partitions; ``rules`` are the field rules the normaliser's comparators come from;
+    ``dates`` the ground truth's date statistics (:func:`gt_dates`, added up).
     Until :func:`with_rule_counts` the result has no suggested rules and, when
     comparators are active, no strict figures.
     """
@@ -194,7 +255,8 @@ def merge_partitions(parts: Sequence[PartitionResult], gt: DatasetSummary,
     gt_keys = KeyCounts.merge([p.gt_keys for p in parts])  # partitions score every key: none set aside
     one_sided = one_sided_keys(gt_keys, keys, None, rules)
     result = finish(gt, models, keys, normalizer, ("kieval",), one_sided=one_sided, rules=rules)
-    return replace(result, partition_suspects=merge_suspects(parts))
+    return replace(result, partition_suspects=merge_suspects(parts),
+                   gt_date_counts=None if dates is None else dict(dates.values))
 
 
 def merge_suspects(parts: Sequence[PartitionResult]) -> pd.DataFrame | None:
