@@ -169,6 +169,7 @@ def render_options() -> AppOptions:
         st.sidebar.error(f"Key aliases ignored: {md(exc)}")
         aliases = ()
     wanted = set(st.session_state.get("opt_families", []))
+    rules_file = st.session_state["opt_rules_file"]
     return AppOptions(
         gt_format=st.session_state["opt_gt_format"],
         pred_format=st.session_state["opt_pred_format"],
@@ -180,7 +181,7 @@ def render_options() -> AppOptions:
         casefold=st.session_state["opt_casefold"],
         number_punctuation=st.session_state["opt_numbers"],
         comparators=tuple(tuple(r) for r in st.session_state["opt_comparators"]),
-        rules_file=st.session_state["opt_rules_file"] or FieldRules(),
+        rules_file=FieldRules() if rules_file is None else rules_file,  # empty: may carry warnings
         apply_suggested=bool(st.session_state["opt_apply_suggested"]),
         families=tuple(f for f in metric_registry.FAMILIES if f in wanted) or ("kieval",),
         cer_threshold=float(st.session_state["opt_cer"]),

@@ -303,3 +303,18 @@ def test_without_the_engines_tables_strict_figures_are_absent_not_mislabelled():
     assert report["models"]["m1"]["kieval_strict"] is None
     assert "kieval_suggested" not in report["models"]["m1"]
     assert report["rankings"]["strict"] == [] and report["rankings"]["sentence"] is None
+
+
+def test_a_rules_file_of_unsupported_settings_only_keeps_its_warnings(tmp_path):
+    """A rules file none of whose settings has an equivalent here gives no rule, and its
+    warnings still reach the result (an empty set of rules is not "no rules file")."""
+    schema = tmp_path / "rules.json"
+    schema.write_text(json.dumps({"type": "object", "properties": {
+        "total": {"type": "string", "x-aws-stickler-weight": 2.0}}}), "utf-8")
+    rules = read_rules_file(schema)
+    assert not rules.rules and rules.warnings
+    gt = {"d1": {"total": "5.00"}}
+    result = evaluate(gt, {"m": {"d1": {"total": "5.00"}}}, rules=str(schema))
+    assert result.comparator_warnings == [
+        "rules.json: total: x-aws-stickler-weight 2.0 has no equivalent here; total is compared as exact"]
+    assert result.rules.warnings == rules.warnings

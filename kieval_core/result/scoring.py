@@ -60,7 +60,7 @@ def finish(gt: Dataset | DatasetSummary, models: Mapping[str, ModelResult], keys
     :class:`~kieval_core.keys.KeyCounts`), every key scored. ``rules`` are the field rules
     they were scored under (``ignored``: the values those left out, per entity type).
     """
-    if rules is None or not (rules.rules or rules.apply_suggested):  # no rules at all: the empty set
+    if rules is None:  # an empty FieldRules is kept: it may carry a rules file's warnings
         rules = FieldRules()
     if one_sided is None:
         one_sided = one_sided_keys(KeyCounts.of(gt), keys, None, rules)
