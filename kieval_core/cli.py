@@ -613,6 +613,11 @@ def _options(args: argparse.Namespace) -> dict:
 
 
 def _dashboard(args: argparse.Namespace, server_options: list[str]) -> int:
+    from .read.page_images import INSTALL_HINT, missing_dashboard_packages
+
+    missing = missing_dashboard_packages()
+    if missing:  # the core alone was installed: one line saying what to add
+        raise KievalOptionError(f"the dashboard needs {' and '.join(missing)}: {INSTALL_HINT}")
     from kieval_app.serving.launch import launch  # the app is only needed to start it
 
     from .output.runs import load_run

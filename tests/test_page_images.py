@@ -4,6 +4,7 @@ used, the rest kept."""
 from __future__ import annotations
 
 import io
+import sys
 import zipfile
 
 import pypdfium2 as pdfium
@@ -226,3 +227,31 @@ def test_a_directory_gives_its_regular_files_only_and_names_what_it_does_not_rea
     assert problems == [*linked, "pages/E.png: not read (Permission denied)"]
     with pytest.raises(KievalInputError, match="of images is above the limit"):
         directory_files(pages, ImageLimits(max_bytes=100))
+
+
+# --- the dashboard extra: without it the core works, and what needs it says what to install -------
+
+
+@pytest.mark.parametrize(("hidden", "kind", "named"), [("PIL.Image", "png", "Pillow"),
+                                                      ("pypdfium2", "pdf", "pypdfium2")])
+def test_page_images_without_the_dashboard_extra_name_it(monkeypatch, hidden, kind, named):
+    from kieval_core import KievalOptionError
+    from kieval_core.read.page_images import page_pixels, read_image, read_pdf
+
+    monkeypatch.setitem(sys.modules, hidden, None)  # as if not installed
+    read = read_pdf if kind == "pdf" else read_image
+    for call in (lambda: page_pixels(b"", kind, ImageLimits()), lambda: read(b"", "p", ImageLimits())):
+        with pytest.raises(KievalOptionError) as raised:
+            call()
+        assert str(raised.value) == (f"page images need {named} (the dashboard extra): "
+                                     "pip install 'kieval-workbench[dashboard]'")
+
+
+def test_kieval_dashboard_without_streamlit_says_what_to_install(monkeypatch, capsys):
+    from kieval_core.cli import main
+
+    monkeypatch.setitem(sys.modules, "streamlit", None)  # as if not installed
+    assert main(["dashboard", "--port", "1"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == "error: the dashboard needs Streamlit: pip install 'kieval-workbench[dashboard]'\n"

@@ -32,7 +32,7 @@ def _commands(kind: str) -> list[tuple[str, str | None]]:
 
 def test_the_readme_starts_with_the_two_commands():
     first = BLOCKS[0][1].strip().splitlines()
-    assert first[0].startswith("pip install -e . && kieval dashboard")
+    assert first[0].startswith("pip install -e '.[dashboard]' && kieval dashboard")
     assert first[1].startswith("pip install -e '.[test]' && python -m pytest")
 
 

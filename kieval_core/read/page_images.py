@@ -16,6 +16,8 @@ are shown), a name that is no document of the ground truth (:func:`unknown_docum
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import io
 import os
 import warnings
@@ -24,15 +26,36 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from ..exceptions import KievalInputError
+from ..exceptions import KievalInputError, KievalOptionError
 from ..limits import LimitExceeded, Limits
 
+#: The ``dashboard`` extra: Streamlit, and Pillow and pypdfium2 for the page images.
+INSTALL_HINT = "pip install 'kieval-workbench[dashboard]'"
+#: The modules of the ``dashboard`` extra, by the name of the package that brings each.
+DASHBOARD_MODULES = {"Streamlit": "streamlit", "Pillow": "PIL", "pypdfium2": "pypdfium2"}
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".tif", ".tiff")
 PDF_SUFFIX = ".pdf"
 #: Longer side of a page as the dashboard keeps it.
 DISPLAY_SIDE = 1200
 #: Resolution a PDF page is rendered at (points are 1/72 inch).
 PDF_DPI = 110
+
+
+def missing_dashboard_packages() -> list[str]:
+    """The packages of the ``dashboard`` extra that are not installed (found without
+    importing them)."""
+    return [package for package, module in DASHBOARD_MODULES.items()
+            if importlib.util.find_spec(module) is None]
+
+
+def _imaging(module: str):
+    """Pillow's ``PIL.Image`` or ``pypdfium2``, or a clear error naming the extra to install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        package = "pypdfium2" if module == "pypdfium2" else "Pillow"
+        msg = f"page images need {package} (the dashboard extra): {INSTALL_HINT}"
+        raise KievalOptionError(msg) from None
 
 
 @dataclass(frozen=True)
@@ -97,18 +120,17 @@ class PageImages:
 
 
 def _shown(image, limits: ImageLimits) -> Page:
-    from PIL import Image
-
+    pil = _imaging("PIL.Image")
     width, height = image.size
     if image.mode not in ("RGB", "L"):
         image = image.convert("RGBA")
-        flat = Image.new("RGB", image.size, "white")
+        flat = pil.new("RGB", image.size, "white")
         flat.paste(image, mask=image.getchannel("A"))
         image = flat
     scale = min(1.0, DISPLAY_SIDE / max(width, height))
     if scale < 1.0:
         image = image.resize((max(1, round(width * scale)), max(1, round(height * scale))),
-                             Image.Resampling.LANCZOS)
+                             pil.Resampling.LANCZOS)
     out = io.BytesIO()
     image.save(out, "JPEG", quality=85)
     return Page(out.getvalue(), width, height, image.size[0], image.size[1])
@@ -117,43 +139,39 @@ def _shown(image, limits: ImageLimits) -> Page:
 def read_image(data: bytes, source: str, limits: ImageLimits) -> Page:
     """One image file as a page; refuses what is no image and what is above the pixel cap
     (the size is read from the header, before anything is decoded)."""
-    from PIL import Image, UnidentifiedImageError
-
+    pil = _imaging("PIL.Image")
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            image = Image.open(io.BytesIO(data))
+            warnings.simplefilter("error", pil.DecompressionBombWarning)
+            image = pil.open(io.BytesIO(data))
             width, height = image.size
             if width * height > limits.max_pixels:
                 raise KievalInputError(source, None, _too_large(width, height, limits))
             image.load()  # the first frame of a multi-frame TIFF: never count its frames
             return _shown(image, limits)
-    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-        msg = f"refused as a decompression bomb (above Pillow's pixel limit of {Image.MAX_IMAGE_PIXELS:,})"
+    except (pil.DecompressionBombError, pil.DecompressionBombWarning):
+        msg = f"refused as a decompression bomb (above Pillow's pixel limit of {pil.MAX_IMAGE_PIXELS:,})"
         raise KievalInputError(source, None, msg) from None
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+    except (pil.UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         raise KievalInputError(source, None, f"not a readable image ({exc})") from None
 
 
 def page_pixels(data: bytes, kind: str, limits: ImageLimits) -> int:
     """Pixels a file will decode, from its header alone (an image's first frame, the
     pages of a PDF that are rendered); 0 for a file that cannot be read (reading it says why)."""
+    reader = _imaging("pypdfium2" if kind == "pdf" else "PIL.Image")
     try:
         if kind == "pdf":
-            import pypdfium2 as pdfium
-
-            document = pdfium.PdfDocument(data)
+            document = reader.PdfDocument(data)
             try:
                 scale = PDF_DPI / 72
                 sizes = (document.get_page_size(i) for i in range(min(len(document), limits.max_pages)))
                 return sum(round(w * scale) * round(h * scale) for w, h in sizes)
             finally:
                 document.close()
-        from PIL import Image
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            width, height = Image.open(io.BytesIO(data)).size
+            width, height = reader.open(io.BytesIO(data)).size
         return width * height
     except Exception:  # noqa: BLE001 - any unreadable file: read_image/read_pdf name it
         return 0
@@ -166,7 +184,7 @@ def _too_large(width: int, height: int, limits: ImageLimits) -> str:
 
 def read_pdf(data: bytes, source: str, limits: ImageLimits) -> tuple[tuple[Page, ...], str | None]:
     """The pages of a PDF (at most ``max_pages``), and a message when pages were left out."""
-    import pypdfium2 as pdfium
+    pdfium = _imaging("pypdfium2")
 
     try:
         document = pdfium.PdfDocument(data)
