@@ -617,7 +617,8 @@ def _dashboard(args: argparse.Namespace, server_options: list[str]) -> int:
 
     missing = missing_dashboard_packages()
     if missing:  # the core alone was installed: one line saying what to add
-        raise KievalOptionError(f"the dashboard needs {' and '.join(missing)}: {INSTALL_HINT}")
+        named = " and ".join([", ".join(missing[:-1]), missing[-1]] if len(missing) > 1 else missing)
+        raise KievalOptionError(f"the dashboard needs {named}: {INSTALL_HINT}")
     from kieval_app.serving.launch import launch  # the app is only needed to start it
 
     from .output.runs import load_run
