@@ -259,6 +259,27 @@ def test_assured_threshold_reads_the_same_bounds_in_small_batches(data, batch):
         assert whole.lower_bound == _bound_by_hand(m, whole.threshold, 0.9, 60, 5)
 
 
+@settings(max_examples=30, deadline=None)
+@given(corpus(), st.sampled_from([0.3, 0.6, 0.95]), st.sampled_from([None, 3]))
+def test_bootstrap_and_assured_from_one_draw_equal_their_own_calls(data, target, batch):
+    """The report draws the resamples once for the bootstrap and the assured threshold's
+    first pass: both equal their own calls to the bit, whether the target is reachable or
+    not and whether the search needs further passes (a few thresholds per pass)."""
+    from kieval_core.review import uncertainty
+
+    gt, (pred,) = data
+    review = evaluate(dataset(gt, "gt"), {"m": dataset(pred, "m")}).models["m"].review
+    with pytest.MonkeyPatch.context() as patch:
+        if batch is not None:
+            patch.setattr(uncertainty, "_CELLS", 60 * batch)
+        boot, assured = uncertainty.bootstrap_and_assured(review, target, 0.9, resamples=60, seed=4)
+        alone = uncertainty.bootstrap(review, target, resamples=60, seed=4)
+        assert assured == uncertainty.assured_threshold(review, target, 0.9, resamples=60, seed=4)
+    assert (boot.threshold, boot.auto_rate, boot.reachable_share) == (
+        alone.threshold, alone.auto_rate, alone.reachable_share)
+    assert boot.band.equals(alone.band)
+
+
 def test_holdout_does_not_carry_over_when_its_interval_crosses_the_target():
     from kieval_core.review.uncertainty import Holdout
 

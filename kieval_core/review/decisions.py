@@ -30,7 +30,7 @@ from .automation import (
 )
 from .calibration import calibration
 from .field_thresholds import per_field_thresholds
-from .uncertainty import assured_threshold, bootstrap, holdout, random_half
+from .uncertainty import bootstrap_and_assured, holdout, random_half
 
 if TYPE_CHECKING:  # a type only: results draws its notebook view, which reads this module
     from ..result.results import ModelResult
@@ -190,9 +190,9 @@ def _prediction_review(model: ModelResult, options: DecisionOptions, records: Re
     entity = recommend(curve, options.target, model.n_documents)
     band = assured = None
     if options.resamples:
-        assured = assured_threshold(review, options.target, options.assurance, options.resamples,
-                                    options.seed, curve).as_dict()
-        boot = bootstrap(review, options.target, options.resamples, options.seed)
+        boot, found = bootstrap_and_assured(review, options.target, options.assurance, options.resamples,
+                                            options.seed, curve)
+        assured = found.as_dict()
         # an unreachable target has no threshold, so no interval either (a few resamples that
         # happen to reach it would give one); band.reachable_share says how many did
         entity = _with_interval(entity, boot.interval() if entity.reachable else NO_INTERVAL)

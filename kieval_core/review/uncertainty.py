@@ -39,8 +39,11 @@ def resample_weights(rng: np.random.Generator, n: int, size: int) -> np.ndarray:
     >>> resample_weights(np.random.default_rng(0), 4, 3).sum(axis=1).tolist()
     [4.0, 4.0, 4.0]
     """
-    draws = rng.integers(0, n, (size, n)) + np.arange(size)[:, None] * n if n else np.zeros((size, 0), int)
-    return np.bincount(draws.ravel(), minlength=size * n).reshape(size, n).astype(np.float64)
+    draws = rng.integers(0, n, (size, n)) if n else np.zeros((size, 0), int)
+    weights = np.empty((size, n))
+    for row, drawn in enumerate(draws):  # one short bincount per resample stays in cache
+        weights[row] = np.bincount(drawn, minlength=n)
+    return weights
 
 
 def _weighted(weights: np.ndarray, per_document: np.ndarray) -> np.ndarray:
@@ -151,68 +154,131 @@ def bootstrap(model: ReviewModel, target: float, resamples: int = 1000, seed: in
     check_int("seed", seed)
     check_int("band_points", band_points, minimum=1)
     check_int("chunk", chunk, minimum=1)
-    taus = thresholds(model.confidence)
-    order = np.argsort(model.confidence, kind="stable")
-    ordered = model.confidence[order]
-    first_of_value = np.concatenate([[True], ordered[1:] != ordered[:-1]])[:len(ordered)]
-    column = np.cumsum(first_of_value) - 1  # rank among the distinct confidences, in confidence order
-    at = np.searchsorted(ordered[first_of_value], taus, side="left")  # distinct values below each threshold
-    # a gain is a wrong prediction (review substitutes it); the others are deleted
-    gain = _Below(model, model.gain, order, column)
-    deleted = _Below(model, model.wrong & ~model.gain, order, column)
-    count = _Below(model, np.ones(model.n_predictions, bool), order, column)
-    per_doc = np.bincount(model.doc, minlength=model.n_documents)
-    doc_tp, doc_addition = model.doc_tp, model.doc_addition
-    shown = np.unique(np.linspace(0, len(taus) - 1, min(band_points, len(taus))).round().astype(int))
-    grid = np.union1d(shown, [len(taus) - 1])  # every resample's accuracy is computed here first
-    band = np.searchsorted(grid, shown)
-    width = max(1, int(np.diff(grid).max(initial=0)))  # thresholds above one grid point up to the next
+    sorted_ = _Sorted(model)
+    boot = _BootstrapPass(sorted_, target, band_points)
+    _resample(sorted_, resamples, seed, chunk, [boot])
+    return boot.result(seed, resamples)
+
+
+def bootstrap_and_assured(model: ReviewModel, target: float, assurance: float = 0.95, resamples: int = 1000,
+                          seed: int = 0, curve: pd.DataFrame | None = None) -> tuple[Bootstrap, Assured]:
+    """:func:`bootstrap` and :func:`assured_threshold` (default band and chunks) from one
+    draw of the resamples: the first pass of the assured threshold's search reads the
+    bootstrap's draws, so both equal their own calls to the bit."""
+    check_share("target", target)
+    check_share("assurance", assurance, open_interval=True)
+    check_int("resamples", resamples, minimum=1)
+    check_int("seed", seed)
+    sorted_ = _Sorted(model)
+    boot = _BootstrapPass(sorted_, target, 1000)
+    assured = _assured(sorted_, target, assurance, resamples, seed, curve, [boot])
+    return boot.result(seed, resamples), assured
+
+
+class _Sorted:
+    """The predictions in confidence order, shared by every pass over the resamples: the
+    distinct confidences, and the wrong predictions that review substitutes (``gain``) or
+    deletes, and all of them (``every``), below any threshold."""
+
+    def __init__(self, model: ReviewModel) -> None:
+        self.model = model
+        order = np.argsort(model.confidence, kind="stable")
+        ordered = model.confidence[order]
+        first_of_value = np.concatenate([[True], ordered[1:] != ordered[:-1]])[:len(ordered)]
+        column = np.cumsum(first_of_value) - 1  # rank among the distinct confidences, in confidence order
+        self.distinct = ordered[first_of_value]
+        self.gain = _Below(model, model.gain, order, column)
+        self.deleted = _Below(model, model.wrong & ~model.gain, order, column)
+        self.every = _Below(model, np.ones(model.n_predictions, bool), order, column)
+
+    def below(self, taus: np.ndarray) -> np.ndarray:
+        """How many distinct confidences lie below each threshold."""
+        return np.searchsorted(self.distinct, taus, side="left")
+
+
+def _resample(sorted_: _Sorted, resamples: int, seed: int, chunk: int, passes: list) -> None:
+    """Draw the resamples ``chunk`` at a time (``resample_weights`` of
+    ``np.random.default_rng(seed)``) and give every pass each chunk, with the weighted TPs
+    and additions and the weighted substituted and deleted predictions below the union of
+    the passes' ``columns`` (whole numbers: each pass reads the same values as alone)."""
+    model = sorted_.model
+    columns = np.unique(np.concatenate([p.columns for p in passes]))
+    where = [np.searchsorted(columns, p.columns) for p in passes]
     rng = np.random.default_rng(seed)
-    n = model.n_documents
-    chosen_tau, chosen_auto, kept, reached = [], [], [], 0
     for start in range(0, resamples, chunk):
-        size = min(chunk, resamples - start)
-        rows = np.arange(size)
-        weights = resample_weights(rng, n, size)
-        tp, addition, total = (_weighted(weights, x) for x in (doc_tp, doc_addition, per_doc))
-        gained, dropped = gain.at(weights, at[grid]), deleted.at(weights, at[grid])
+        weights = resample_weights(rng, model.n_documents, min(chunk, resamples - start))
+        tp, addition = _weighted(weights, model.doc_tp), _weighted(weights, model.doc_addition)
+        gained, deleted = sorted_.gain.at(weights, columns), sorted_.deleted.at(weights, columns)
+        for one, at in zip(passes, where, strict=True):
+            one.add(weights, tp, addition, gained[:, at], deleted[:, at])
+
+
+class _BootstrapPass:
+    """The state of :func:`bootstrap` over the chunks of resamples."""
+
+    def __init__(self, sorted_: _Sorted, target: float, band_points: int) -> None:
+        model = sorted_.model
+        self.sorted, self.target = sorted_, target
+        self.taus = taus = thresholds(model.confidence)
+        self.at = sorted_.below(taus)
+        self.per_doc = np.bincount(model.doc, minlength=model.n_documents)
+        self.shown = np.unique(np.linspace(0, len(taus) - 1, min(band_points, len(taus))).round().astype(int))
+        # every resample's accuracy is computed at the grid first, then at most ``width``
+        # thresholds above one grid point, up to the next
+        self.grid = np.union1d(self.shown, [len(taus) - 1])
+        self.band = np.searchsorted(self.grid, self.shown)
+        self.width = max(1, int(np.diff(self.grid).max(initial=0)))
+        self.columns = self.at[self.grid]
+        self.chosen_tau: list[np.ndarray] = []
+        self.chosen_auto: list[np.ndarray] = []
+        self.kept: list[np.ndarray] = []
+        self.reached = 0
+
+    def add(self, weights: np.ndarray, tp: np.ndarray, addition: np.ndarray, gained: np.ndarray,
+            dropped: np.ndarray) -> None:
+        target, at, grid, taus = self.target, self.at, self.grid, self.taus
+        gain, deleted = self.sorted.gain, self.sorted.deleted
+        rows = np.arange(len(weights))
+        total = _weighted(weights, self.per_doc)
         total_wrong = gained[:, -1] + dropped[:, -1]
         on_grid = _accuracy(tp, addition, total_wrong, gained, dropped)
-        kept.append(on_grid[:, band])
+        self.kept.append(on_grid[:, self.band])
         # the first threshold reaching the target lies above the grid point before the first
         # grid point reaching it, up to that one
         ok = on_grid >= target - 1e-12
         j = np.argmax(ok, axis=1)
         before = np.maximum(j - 1, 0)
         low = np.where(j > 0, at[grid[before]], 0)
-        candidates = np.minimum(np.where(j > 0, grid[before], -1)[:, None] + 1 + np.arange(width),
+        candidates = np.minimum(np.where(j > 0, grid[before], -1)[:, None] + 1 + np.arange(self.width),
                                 grid[j][:, None])
         gained = gain.onwards(weights, np.where(j > 0, gained[rows, before], 0.0), low, at[candidates])
         dropped = deleted.onwards(weights, np.where(j > 0, dropped[rows, before], 0.0), low, at[candidates])
         first = candidates[rows, np.argmax(_accuracy(tp, addition, total_wrong, gained, dropped)
                                            >= target - 1e-12, axis=1)]
-        below = count.one_each(weights, at[first])
+        below = self.sorted.every.one_each(weights, at[first])
         auto = np.where(total > 0, 1.0 - below / np.maximum(total, 1e-300), 1.0)
         hit = ok[rows, j] & (auto > 0)
-        reached += int(hit.sum())
-        chosen_tau.append(taus[first[hit]])
-        chosen_auto.append(auto[hit])
-    values = np.concatenate(kept) if kept else np.zeros((0, len(shown)))
-    table = pd.DataFrame({
-        "threshold": taus[shown],
-        "low": np.quantile(values, 0.025, axis=0) if len(values) else np.nan,
-        "high": np.quantile(values, 0.975, axis=0) if len(values) else np.nan,
-    })
-    tau_all = np.concatenate(chosen_tau) if chosen_tau else np.zeros(0)
-    auto_all = np.concatenate(chosen_auto) if chosen_auto else np.zeros(0)
+        self.reached += int(hit.sum())
+        self.chosen_tau.append(taus[first[hit]])
+        self.chosen_auto.append(auto[hit])
 
-    def interval(values: np.ndarray) -> tuple[float, float] | None:
-        if not len(values):
-            return None
-        return float(np.quantile(values, 0.025)), float(np.quantile(values, 0.975))
+    def result(self, seed: int, resamples: int) -> Bootstrap:
+        values = np.concatenate(self.kept) if self.kept else np.zeros((0, len(self.shown)))
+        table = pd.DataFrame({
+            "threshold": self.taus[self.shown],
+            "low": np.quantile(values, 0.025, axis=0) if len(values) else np.nan,
+            "high": np.quantile(values, 0.975, axis=0) if len(values) else np.nan,
+        })
+        tau_all = np.concatenate(self.chosen_tau) if self.chosen_tau else np.zeros(0)
+        auto_all = np.concatenate(self.chosen_auto) if self.chosen_auto else np.zeros(0)
 
-    return Bootstrap(seed, resamples, table, interval(tau_all), interval(auto_all),
-                     reached / resamples if resamples else 0.0)
+        def interval(values: np.ndarray) -> tuple[float, float] | None:
+            if not len(values):
+                return None
+            return float(np.quantile(values, 0.025)), float(np.quantile(values, 0.975))
+
+        return Bootstrap(seed, resamples, table, interval(tau_all), interval(auto_all),
+                         self.reached / resamples if resamples else 0.0)
 
 
 @dataclass(frozen=True)
@@ -337,17 +403,28 @@ def assured_threshold(model: ReviewModel, target: float, assurance: float = 0.95
     check_share("assurance", assurance, open_interval=True)
     check_int("resamples", resamples, minimum=1)
     check_int("seed", seed)
+    return _assured(_Sorted(model), target, assurance, resamples, seed, curve, [])
+
+
+def _assured(sorted_: _Sorted, target: float, assurance: float, resamples: int, seed: int,
+             curve: pd.DataFrame | None, beside: list) -> Assured:
+    """:func:`assured_threshold`; the passes ``beside`` (of the same resamples) read the
+    draws of its first pass, or have the resamples to themselves when it needs none."""
+    model = sorted_.model
     curve = automation_curve(model) if curve is None else curve
     point = recommend(curve, target, model.n_documents)
     common = {"target": target, "assurance": assurance, "resamples": resamples, "seed": seed,
               "documents": model.n_documents}
     if not point.reachable:
+        if beside:
+            _resample(sorted_, resamples, seed, _Bounds.chunk, beside)
         return Assured(**common, reachable=False, threshold=None, lower_bound=None, accuracy=None,
                        auto_rate=None, point_threshold=None, point_lower_bound=None)
     taus = curve["threshold"].to_numpy()
     first = int(np.searchsorted(taus, point.threshold))
     last = int(np.flatnonzero(curve["auto_rate"].to_numpy() > 0)[-1])
-    bound = _Bounds(model, taus, 1 - assurance, resamples, seed, first, last)
+    bound = _Bounds(sorted_, taus, 1 - assurance, resamples, seed, first, last)
+    bound.fill(first, beside)
     at_point, at_last = bound(first), bound(last)
     found = _first_reaching(bound, first, last, at_point, at_last, target)
     if found is None:
@@ -382,31 +459,27 @@ class _Bounds:
     (the others read as +inf), so one pass holds every threshold of a usual search.
     """
 
-    def __init__(self, model: ReviewModel, taus: np.ndarray, quantile: float, resamples: int, seed: int,
-                 first: int, last: int, chunk: int = 50) -> None:
-        self.model, self.taus, self.quantile = model, taus, quantile
-        self.resamples, self.seed, self.chunk = resamples, seed, chunk
+    chunk = 50  # resamples drawn at once
+
+    def __init__(self, sorted_: _Sorted, taus: np.ndarray, quantile: float, resamples: int, seed: int,
+                 first: int, last: int) -> None:
+        self.sorted, self.taus, self.quantile = sorted_, taus, quantile
+        self.resamples, self.seed = resamples, seed
         self.span = (first, last)
         self.keep = min(resamples, math.floor(quantile * (resamples - 1)) + 2)
-        self.batch = max(2, _CELLS // (self.keep + chunk))  # thresholds of one pass
-        order = np.argsort(model.confidence, kind="stable")
-        ordered = model.confidence[order]
-        first_of_value = np.concatenate([[True], ordered[1:] != ordered[:-1]])[:len(ordered)]
-        column = np.cumsum(first_of_value) - 1
-        self.distinct = ordered[first_of_value]
-        self.gain = _Below(model, model.gain, order, column)
-        self.deleted = _Below(model, model.wrong & ~model.gain, order, column)
-        n = model.n_documents
-        self.per_doc = (model.doc_tp, model.doc_addition,
-                        np.bincount(model.doc, weights=model.wrong, minlength=n))
+        self.batch = max(2, _CELLS // (self.keep + self.chunk))  # thresholds of one pass
+        model = sorted_.model
+        self.wrong = np.bincount(model.doc, weights=model.wrong, minlength=model.n_documents)
         self.known: dict[int, float] = {}
 
     def __call__(self, i: int) -> float:
         if i not in self.known:
-            self._fill(i)
+            self.fill(i)
         return self.known[i]
 
-    def _fill(self, i: int) -> None:
+    def fill(self, i: int, beside: list = ()) -> None:
+        """Compute the bound at ``i`` and its batch in one pass, which the passes ``beside``
+        share."""
         below = [k for k in self.known if k < i]
         above = [k for k in self.known if k > i]
         low = max(below) + 1 if below else self.span[0]
@@ -414,23 +487,36 @@ class _Bounds:
         low, high = min(low, i), max(high, i)
         batch = np.unique(np.concatenate([
             np.linspace(low, high, min(self.batch, high - low + 1)).round().astype(int), [i]]))
-        at = np.searchsorted(self.distinct, self.taus[batch], side="left")
-        rng = np.random.default_rng(self.seed)
-        n = self.model.n_documents
-        smallest = np.zeros((0, len(batch)))
-        for start in range(0, self.resamples, self.chunk):
-            weights = resample_weights(rng, n, min(self.chunk, self.resamples - start))
-            tp, addition, wrong = (_weighted(weights, x) for x in self.per_doc)
-            gained, deleted = self.gain.at(weights, at), self.deleted.at(weights, at)
-            smallest = np.concatenate([smallest, _accuracy(tp, addition, wrong, gained, deleted)])
-            if len(smallest) > self.keep:
-                smallest = np.partition(smallest, self.keep - 1, axis=0)[:self.keep]
-        step = max(1, _CELLS // self.resamples)
+        one = _BoundsPass(self, batch)
+        _resample(self.sorted, self.resamples, self.seed, self.chunk, [one, *beside])
+        one.finish()
+
+
+class _BoundsPass:
+    """One pass of :class:`_Bounds` over the chunks of resamples: the ``keep`` smallest
+    accuracies per threshold of its batch."""
+
+    def __init__(self, bounds: _Bounds, batch: np.ndarray) -> None:
+        self.bounds, self.batch = bounds, batch
+        self.columns = bounds.sorted.below(bounds.taus[batch])
+        self.smallest = np.zeros((0, len(batch)))
+
+    def add(self, weights: np.ndarray, tp: np.ndarray, addition: np.ndarray, gained: np.ndarray,
+            deleted: np.ndarray) -> None:
+        keep = self.bounds.keep
+        accuracy = _accuracy(tp, addition, _weighted(weights, self.bounds.wrong), gained, deleted)
+        self.smallest = np.concatenate([self.smallest, accuracy])
+        if len(self.smallest) > keep:
+            self.smallest = np.partition(self.smallest, keep - 1, axis=0)[:keep]
+
+    def finish(self) -> None:
+        bounds, batch = self.bounds, self.batch
+        step = max(1, _CELLS // bounds.resamples)
         for begin in range(0, len(batch), step):
-            padded = np.full((self.resamples, min(step, len(batch) - begin)), np.inf)
-            padded[:self.keep] = smallest[:, begin:begin + step]
-            bounds = np.quantile(padded, self.quantile, axis=0)
-            self.known.update(zip(batch[begin:begin + step].tolist(), bounds.tolist(), strict=True))
+            padded = np.full((bounds.resamples, min(step, len(batch) - begin)), np.inf)
+            padded[:bounds.keep] = self.smallest[:, begin:begin + step]
+            found = np.quantile(padded, bounds.quantile, axis=0)
+            bounds.known.update(zip(batch[begin:begin + step].tolist(), found.tolist(), strict=True))
 
 
 def _first_reaching(bound, first: int, last: int, at_first: float, at_last: float, target: float
