@@ -1,6 +1,6 @@
 """Interaction latency of the dashboard against Streamlit's own floor, in one run.
 
-    python bench/bench_latency.py [--quick] [--app-root DIR] [--skip-10k] [--json OUT]
+    python bench/bench_latency.py [--quick] [--app-root DIR] [--skip-10k] [--rounds N] [--json OUT]
 
 Two apps are measured on this machine, each in its own ``streamlit run`` server and a
 headless Chromium (Debian's, ``/usr/bin/chromium``):
@@ -27,6 +27,8 @@ Actions, each repeated ``--repeats`` times (15; 3 with ``--quick``) after a warm
 - at 10,000 receipts: the ground-truth upload until the app says it is loaded, and the
   upload of the three prediction files until the first number shows (wall time and the
   server's CPU seconds), time-boxed by ``--upload-timeout``;
+- SROIE (column ``sroie``): its ground truth and three real systems (Textract, GPT-4o,
+  Claude Haiku) from ``--sroie-dir`` uploaded, then the interactions;
 - the **document view** (column ``view``): 20 generated documents, each with a page image
   and 200 boxes (100 ground-truth values, 100 predicted), uploaded with their images;
   opening the Documents page, and moving to the next document (its image and boxes drawn).
@@ -39,7 +41,11 @@ checked on every run: a floor button that sleeps ``FLOOR_SLEEP_MS`` in its scrip
 measure at least that, and its overhead over the sleep must be close to the floor's
 plain button.
 
-Prints a markdown table (p50 / p95) and writes every sample to ``--json``.
+With ``--rounds N`` every column is measured N times in turn (the floor, then each app
+column, again), so the apps share the machine's load and their ratios hold on a shared
+machine. Prints a markdown table (p50 / p95), each app column's ratios to the floor (the
+issue's bars: page switch, cold first visit, the Automation τ step against the floor's
+page switch) and writes every sample to ``--json``.
 """
 
 from __future__ import annotations
@@ -85,6 +91,12 @@ SCALE_PREDICTIONS = ("sample_data/sim_strong.jsonl", "sample_data/sim_llm.jsonl"
                      "sample_data/sim_weak.jsonl")
 SCALE_DOC_ID = "doc_id"
 SCALE_COPIES = 100
+# Real data (column ``sroie``): SROIE's ground truth and three real systems, uploaded through
+# the Overview page's uploaders (skipped when /work/shared or --sroie-dir is absent).
+SROIE_DIR = HERE.parent.parent / "shared" / "data" / "sroie"
+SROIE_GT = "sroie_test_gt.jsonl"
+SROIE_PREDICTIONS = tuple(f"predictions/{name}.jsonl" for name in (
+    "aws_textract_analyzeexpense", "gpt4o_vision_themurtez", "claude_haiku_4.5"))
 # The document view: documents with a page image and boxes, uploaded with the images box.
 APP_UPLOAD_IMAGES = '[class*="st-key-upload_images_"]'
 VIEW_DOCUMENTS, VIEW_BOXES_PER_SIDE = 20, 100
@@ -336,48 +348,60 @@ def scaled_files(app_root: Path, directory: Path, copies: int) -> tuple[Path, li
 def measure_at_scale(browser, target: Target, results: Results, repeats: int, upload_timeout_s: float,
                      column: str) -> None:
     """Upload the replicated files into a fresh server, then the interactions."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
     with tempfile.TemporaryDirectory(prefix="kieval_bench_") as tmp:
         gt, predictions = scaled_files(target.cwd, Path(tmp), SCALE_COPIES)
-        with harness.streamlit_server(target.script, target.cwd, target.env) as server:
-            page, _ = open_session(browser, server, target)
+        measure_uploaded(browser, target, results, repeats, upload_timeout_s, column, gt, predictions)
+
+
+def measure_uploaded(browser, target: Target, results: Results, repeats: int, upload_timeout_s: float,
+                     column: str, gt: Path, predictions: list[Path]) -> None:
+    """Upload ``gt`` and ``predictions`` into a fresh server, then the interactions."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    with harness.streamlit_server(target.script, target.cwd, target.env) as server:
+        page, _ = open_session(browser, server, target)
+        try:
+            uploaders = (page.locator(APP_UPLOAD_GT), page.locator(APP_UPLOAD_PREDICTIONS))
+            # the ground truth: until the app says it is read
+            cpu = server.cpu_seconds()
+            start = time.perf_counter()
+            uploaders[0].locator("input[type=file]").set_input_files(str(gt))
+            page.get_by_text(APP_GT_LOADED).wait_for(timeout=upload_timeout_s * 1000)
+            results.add(column, "upload ground truth → loaded (s)", time.perf_counter() - start)
+            harness.wait_idle(page, TIMEOUT_MS)
+            results.note(column, "upload ground truth → loaded (s)",
+                         f"server CPU {server.cpu_seconds() - cpu:.1f} s")
+            log(f"{column}: ground truth loaded")
+            # the predictions: until the first number shows
+            row = f"upload {len(predictions)} prediction files → first number (s)"
+            foreign = harness.ForeignLoad().start()
+            cpu = server.cpu_seconds()
+            start = time.perf_counter()
+            uploaders[1].locator("input[type=file]").set_input_files([str(p) for p in predictions])
             try:
-                uploaders = (page.locator(APP_UPLOAD_GT), page.locator(APP_UPLOAD_PREDICTIONS))
-                # the ground truth: until the app says it is read
-                cpu = server.cpu_seconds()
-                start = time.perf_counter()
-                uploaders[0].locator("input[type=file]").set_input_files(str(gt))
-                page.get_by_text(APP_GT_LOADED).wait_for(timeout=upload_timeout_s * 1000)
-                results.add(column, "upload ground truth → loaded (s)", time.perf_counter() - start)
-                harness.wait_idle(page, TIMEOUT_MS)
-                results.note(column, "upload ground truth → loaded (s)",
-                             f"server CPU {server.cpu_seconds() - cpu:.1f} s")
-                log(f"{column}: ground truth loaded")
-                # the predictions: until the first number shows
-                row = f"upload {len(predictions)} prediction files → first number (s)"
-                foreign = harness.ForeignLoad().start()
-                cpu = server.cpu_seconds()
-                start = time.perf_counter()
-                uploaders[1].locator("input[type=file]").set_input_files([str(p) for p in predictions])
-                try:
-                    target.first_shown(page).wait_for(state="visible", timeout=upload_timeout_s * 1000)
-                except PlaywrightTimeout:
-                    results.note(column, row, f"> {upload_timeout_s:.0f} s (time-boxed; server CPU "
-                                              f"{server.cpu_seconds() - cpu:.0f} s by then)")
-                    log(f"{column}: no number after {upload_timeout_s:.0f} s: skipping the 10k interactions")
-                    return
-                seconds = time.perf_counter() - start
-                results.add(column, row, seconds)
-                results.note(column, row, f"server CPU {server.cpu_seconds() - cpu:.1f} s; other processes "
-                                          f"{foreign.stop()['cores_on_average']} cores meanwhile")
-                log(f"{column}: first number {seconds:.0f} s after the upload")
-                harness.wait_idle(page, TIMEOUT_MS)
-                check_caption(page, gt.name, len(predictions))
-                log(f"{column}: predictions evaluated")
-                measure_interactions(page, target, column, results, repeats)
-            finally:
-                close(page)
+                target.first_shown(page).wait_for(state="visible", timeout=upload_timeout_s * 1000)
+            except PlaywrightTimeout:
+                results.note(column, row, f"> {upload_timeout_s:.0f} s (time-boxed; server CPU "
+                                          f"{server.cpu_seconds() - cpu:.0f} s by then)")
+                log(f"{column}: no number after {upload_timeout_s:.0f} s: skipping its interactions")
+                return
+            seconds = time.perf_counter() - start
+            results.add(column, row, seconds)
+            results.note(column, row, f"server CPU {server.cpu_seconds() - cpu:.1f} s; other processes "
+                                      f"{foreign.stop()['cores_on_average']} cores meanwhile")
+            log(f"{column}: first number {seconds:.0f} s after the upload")
+            harness.wait_idle(page, TIMEOUT_MS)
+            check_caption(page, gt.name, len(predictions))
+            log(f"{column}: predictions evaluated")
+            measure_interactions(page, target, column, results, repeats)
+        finally:
+            close(page)
+
+
+def sroie_files(directory: Path) -> tuple[Path, list[Path]] | None:
+    """SROIE's ground truth and the three systems' predictions, or None when absent."""
+    gt, predictions = directory / SROIE_GT, [directory / p for p in SROIE_PREDICTIONS]
+    return (gt, predictions) if all(p.is_file() for p in (gt, *predictions)) else None
 
 
 def view_files(directory: Path) -> tuple[Path, Path, Path]:
@@ -469,6 +493,7 @@ def check_caption(page, gt_name: str, n: int) -> None:
 
 SLEEP_ROW = f"button sleeping {FLOOR_SLEEP_MS} ms (self-check)"
 COLUMNS = {"floor": "Floor (minimal app)", "sample": "This app, sample (100 × 3)",
+           "sroie": "This app, SROIE (347 × 3 real systems)",
            "view": f"This app, {VIEW_DOCUMENTS} documents with page images and 200 boxes",
            "10k": "This app, 10,000 × 3"}
 
@@ -514,6 +539,28 @@ def _cell(results: Results, column: str, row: str) -> str:
     return f"{text} ({note})" if note else text
 
 
+#: The issue's bars (issue 34): (what, this app's row, the floor's row); each at most 2x.
+BARS = (
+    ("page switch", "page switch, all pages", "page switch, all pages"),
+    ("first visit, cold server", "first load, cold server (s)", "first load, cold server (s)"),
+    ("Automation τ step / floor page switch", "slider step (ArrowRight)", "page switch, all pages"),
+)
+
+
+def ratios(results: Results) -> dict:
+    """Per app column and bar: this app's p50 over the floor's p50 (same run)."""
+    floor = results.samples.get("floor", {})
+    out: dict = {}
+    for column, rows in results.samples.items():
+        if column == "floor":
+            continue
+        for what, row, floor_row in BARS:
+            if rows.get(row) and floor.get(floor_row):
+                ratio = harness.percentile(rows[row], 50) / harness.percentile(floor[floor_row], 50)
+                out.setdefault(column, {})[what] = round(ratio, 2)
+    return out
+
+
 def markdown(results: Results) -> str:
     columns = [c for c in COLUMNS if c in results.samples or c in results.notes]
     rows: list[str] = []
@@ -547,8 +594,16 @@ def main() -> None:
     parser.add_argument("--max-busy", type=float, default=0.25, metavar="CORES",
                         help="redo a unit of measurement when other processes used more than CORES "
                         "meanwhile (0: never)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="measure every column this many times in turn, --repeats each time, so the "
+                        "apps compared share the machine's load (the figures pool the rounds)")
+    parser.add_argument("--sroie-dir", type=Path, default=SROIE_DIR,
+                        help="SROIE's ground truth and predictions (column sroie)")
     parser.add_argument("--json", type=Path, help="write every sample here")
     args = parser.parse_args()
+    sroie = sroie_files(args.sroie_dir)
+    if "sroie" in args.only and sroie is None:
+        log(f"sroie: no {SROIE_GT} under {args.sroie_dir}: column skipped")
     if args.wait_quiet > 0:
         harness.wait_for_quiet_machine(args.wait_quiet, log=log)
     global GUARD
@@ -572,19 +627,25 @@ def main() -> None:
         browser = harness.launch_chromium(playwright)
         info = harness.machine(browser.version)
         try:
-            if "floor" in args.only:
-                with busy.measure("floor"):
-                    measure_target(browser, floor, results, repeats, "floor", self_check=True)
-                log(f"self-check: {self_check(results)}")
-            if "sample" in args.only:
-                with busy.measure("sample"):
-                    measure_target(browser, app, results, repeats, "sample")
-            if "view" in args.only:
-                with busy.measure("view"):
-                    measure_document_view(browser, app, results, repeats, "view")
-            if "10k" in args.only and not args.skip_10k:
-                with busy.measure("10k"):
-                    measure_at_scale(browser, app, results, repeats, args.upload_timeout, "10k")
+            for round_ in range(args.rounds):  # the columns interleaved: each round measures each
+                if args.rounds > 1:
+                    log(f"round {round_ + 1} of {args.rounds}")
+                if "floor" in args.only:
+                    with busy.measure("floor"):
+                        measure_target(browser, floor, results, repeats, "floor", self_check=True)
+                    log(f"self-check: {self_check(results)}")
+                if "sample" in args.only:
+                    with busy.measure("sample"):
+                        measure_target(browser, app, results, repeats, "sample")
+                if "sroie" in args.only and sroie is not None:
+                    with busy.measure("sroie"):
+                        measure_uploaded(browser, app, results, repeats, args.upload_timeout, "sroie", *sroie)
+                if "view" in args.only:
+                    with busy.measure("view"):
+                        measure_document_view(browser, app, results, repeats, "view")
+                if "10k" in args.only and not args.skip_10k:
+                    with busy.measure("10k"):
+                        measure_at_scale(browser, app, results, repeats, args.upload_timeout, "10k")
         except Exception as exc:  # report what was measured, then fail
             error = exc
             log(f"stopped by {type(exc).__name__}: {exc}")
@@ -605,6 +666,7 @@ def main() -> None:
         "guard": GUARD.as_json(),
         "error": repr(error) if error else None,
         "self_check": check,
+        "ratios_p50": ratios(results),
         "results": results.as_json(),
     }
     print(f"Machine: {info['cpu']}, {info['cores']} cores, {info['memory_gib']} GiB; Python "
@@ -613,6 +675,9 @@ def main() -> None:
           f"{report['other_processes_cpu']['cores_on_average']} cores on average during the run ("
           + ", ".join(f"{c}: {v['cores_on_average']}" for c, v in busy.loads.items()) + ").\n")
     print(markdown(results))
+    for column, bars in report["ratios_p50"].items():
+        print(f"\nAgainst the floor, p50 ({COLUMNS[column]}): "
+              + "; ".join(f"{what} {ratio:.2f}x" for what, ratio in bars.items()) + " (bar: 2x each).")
     verdict = "PASS" if check.get("passed") else "FAIL"
     if check.get("reason"):
         print(f"\nIdle-detection self-check: {check['reason']}.")

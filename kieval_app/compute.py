@@ -44,6 +44,7 @@ from kieval_core.result.scoring import finish, peer_metrics, score_model
 from kieval_core.result.suggest import suggested_rules
 from kieval_core.rules import Applied, FieldRules
 
+from . import prebuilt
 from .serving.isolation import ChildDied, run_isolated
 from .serving.store import Busy, Store, Task, TaskCancelled
 from .sources import AppOptions, Source, Sources
@@ -120,7 +121,10 @@ def read_dataset(store: Store, source: Source, options: AppOptions, role: str,
     cost = load_estimate(source.data, source.name)
     read = functools.partial(_run, store, cost, waiting, load_bytes, source.data, source.name,
                              options.load_options(role), name=name, keep_structures=_keep_structures(options))
-    return store.get(_dataset_key(source, options, role), read, cost=cost, waiting=waiting)
+    key = _dataset_key(source, options, role)
+    if prebuilt.builtin(source):  # a built-in sample's: read once for every server
+        read = prebuilt.kept(key, read)
+    return store.get(key, read, cost=cost, waiting=waiting)
 
 
 def _run(store: Store, cost: int, waiting: Waiting | None, function: Callable[..., Any], *args: Any,
@@ -173,7 +177,8 @@ def page_images(store: Store, source: Source) -> PageImages:
     def read() -> PageImages:
         return run_isolated(read_images, source.data, source.name, limits)
 
-    return store.get(_images_key(source, limits), read)
+    key = _images_key(source, limits)
+    return store.get(key, prebuilt.kept(key, read) if prebuilt.builtin(source) else read)
 
 
 def read_images(data: bytes, name: str, limits: ImageLimits) -> PageImages:
@@ -257,7 +262,10 @@ def score(store: Store, gt: Source, pred: Source, options: AppOptions,
                      name=pred.stem, normalizer=applied.normalizer)
         return model, KeyCounts.of(pred_set), ignored
 
-    return store.get(_model_key(gt, pred, options, suggested), compute, cost=cost, waiting=waiting)
+    key = _model_key(gt, pred, options, suggested)
+    if prebuilt.builtin(gt, pred):  # a built-in sample's: scored once for every server
+        compute = prebuilt.kept(key, compute)
+    return store.get(key, compute, cost=cost, waiting=waiting)
 
 
 def _peer_work(store: Store, gt: Source, pred: Source, options: AppOptions) -> Callable[[Task], dict]:
@@ -298,9 +306,14 @@ def build_workspace(
     sources: Sources,
     options: AppOptions,
     progress: Progress = lambda share, text: None,
+    previous: Workspace | None = None,
 ) -> Workspace:
     """Read the ground truth and score every prediction file (KIEval now, peer families in
-    the background) and the page images; declare to the store what this session holds."""
+    the background) and the page images; declare to the store what this session holds.
+
+    ``previous`` is the workspace of this session's last run: when it evaluated the same
+    files with the same options and the same peer figures, its result is kept (the same
+    object, with every figure already derived from it: a rerun derives none again)."""
     if sources.run is not None:
         return open_run(store, session, sources, options)
     key = workspace_key(sources, options)
@@ -325,18 +338,31 @@ def build_workspace(
     families = resolve_families(options.families)
     applied, models, keys, problems, pending = _scored(store, gt, gt_set, sources, options, progress, held)
     one_sided = one_sided_keys(gt_keys, keys, options.score_keys, rules)
-    result = finish(applied.gt, models, keys, applied.normalizer, families, rules=applied.rules,
-                    ignored=applied.ignored, one_sided=one_sided)
-    if options.apply_suggested and result.models:
-        suggested = suggested_rules(result)
+    if options.apply_suggested and models:
+        first = finish(applied.gt, models, keys, applied.normalizer, families, rules=applied.rules,
+                       ignored=applied.ignored, one_sided=one_sided)
         applied, models, keys, problems, pending = _scored(store, gt, gt_set, sources, options, progress,
-                                                           held, suggested)
+                                                           held, suggested_rules(first))
+    if _same_evaluation(previous, key, models):
+        result = previous.result
+    else:
         result = finish(applied.gt, models, keys, applied.normalizer, families, rules=applied.rules,
                         ignored=applied.ignored, one_sided=one_sided)
     ws = Workspace(sources, options, result, tuple(problems), key, tuple(pending), result.one_sided)
     ws = _with_images(store, ws, held)
     store.hold(session, held, own_bytes=sources.size)
     return ws
+
+
+def _same_evaluation(previous: Workspace | None, key: str, models: dict[str, ModelResult]) -> bool:
+    """Whether ``previous`` evaluated the files and options of ``key`` (their digests, every
+    option) into these models with the same peer figures (the only part that changes
+    while the files and options stay: background work joins when it is done)."""
+    if previous is None or previous.key != key or previous.result is None or previous.saved is not None:
+        return False
+    before = previous.result.models
+    return list(before) == list(models) and all(
+        before[n].peer is m.peer or (not before[n].peer and not m.peer) for n, m in models.items())
 
 
 def _scored(store: Store, gt: Source, gt_set: Dataset, sources: Sources, options: AppOptions,

@@ -180,7 +180,8 @@ def prepare(options: AppOptions) -> Workspace:
         for problem in problems:
             st.warning(md(problem), icon=":material/warning:")
         sources = sources.with_images(given) if given is not None else sources
-    ws = compute.build_workspace(store(), session_id(), sources, options, progress)
+    ws = compute.build_workspace(store(), session_id(), sources, options, progress,
+                                 previous=st.session_state.get(WORKSPACE))
     bar.empty()
     st.session_state[WORKSPACE] = ws
     return ws

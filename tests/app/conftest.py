@@ -19,6 +19,15 @@ SAMPLE_MODELS = {
 }
 
 
+@pytest.fixture(scope="session", autouse=True)
+def no_sample_cache():
+    """No built-in sample read from or kept on disk (``kieval_app.prebuilt``): each test
+    computes what it checks; the cache's own tests point it at a folder of theirs."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KIEVAL_CACHE_DIR", "off")
+        yield
+
+
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT

@@ -1,0 +1,155 @@
+"""The built-in samples kept on disk between servers (``kieval_app.prebuilt``): a fresh
+server reads them instead of computing them, never a stale or another session's figure."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kieval_app import compute, prebuilt
+from kieval_app.serving.store import Store
+from kieval_app.sources import AppOptions, Source, sample_sources
+from kieval_core import DecisionOptions, load_bytes
+from kieval_core.output.render import report_json
+from kieval_core.result import scoring
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv(prebuilt.CACHE_DIR, str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Every read and scoring the app makes, by file name."""
+    calls = []
+
+    def load(data, source, *args, **kwargs):
+        calls.append(("read", source))
+        return load_bytes(data, source, *args, **kwargs)
+
+    def score(*args, **kwargs):
+        calls.append(("score", kwargs["name"]))
+        return scoring.score_model(*args, **kwargs)
+
+    monkeypatch.setattr(compute, "load_bytes", load)
+    monkeypatch.setattr(compute, "score_model", score)
+    return calls
+
+
+def _report(ws) -> dict:
+    return json.loads(report_json(ws.result, DecisionOptions(resamples=20)))
+
+
+def test_a_fresh_server_reads_the_sample_scored_by_the_first(cache, counted):
+    """The first server reads and scores the sample and keeps it; a second one (a new
+    store, as after a restart) computes nothing and reports the same figures, page images
+    included."""
+    sample = sample_sources("simulated")
+    first = compute.build_workspace(Store(), "a", sample, AppOptions())
+    assert sorted(n for kind, n in counted if kind == "score") == ["sim_llm", "sim_strong", "sim_weak"]
+    assert len([c for c in counted if c[0] == "read"]) == 4
+    assert len(list(cache.glob("samples-*/*.pickle"))) == 8  # 4 reads, 3 scorings, the page images
+    counted.clear()
+    second = compute.build_workspace(Store(), "b", sample, AppOptions())
+    assert counted == []
+    assert _report(second) == _report(first)
+    assert second.images.pages.keys() == first.images.pages.keys()
+    doc = next(iter(first.images.pages))
+    assert second.images.page(doc, 1) == first.images.page(doc, 1)
+
+
+def test_another_option_or_another_code_is_computed_again(cache, counted, monkeypatch):
+    sample = sample_sources("simulated")
+    compute.build_workspace(Store(), "a", sample, AppOptions())
+    counted.clear()
+    casefolded = compute.build_workspace(Store(), "b", sample, AppOptions(casefold=True))
+    assert sorted(n for kind, n in counted if kind == "score") == ["sim_llm", "sim_strong", "sim_weak"]
+    fresh = compute.build_workspace(Store(), "c", sample, AppOptions(casefold=True))
+    assert _report(fresh) == _report(casefolded)
+    # another version of the code: a new folder, the old one deleted when it is made
+    old = {p.name for p in cache.glob("samples-*")}
+    monkeypatch.setattr(prebuilt, "fingerprint", lambda: "another-code")
+    counted.clear()
+    compute.build_workspace(Store(), "d", sample, AppOptions())
+    assert len([c for c in counted if c[0] == "score"]) == 3
+    assert {p.name for p in cache.glob("samples-*")} == {"samples-another-code"} != old
+
+
+def test_the_fingerprint_follows_the_code(monkeypatch, tmp_path):
+    """Any source file of the packages changes it (here: one more module)."""
+    before = prebuilt.fingerprint()
+    prebuilt.fingerprint.cache_clear()
+    try:
+        assert prebuilt.fingerprint() == before  # stable within a version of the code
+        package = tmp_path / "kieval_extra"
+        package.mkdir()
+        (package / "__init__.py").write_text("X = 1\n")
+        monkeypatch.syspath_prepend(str(tmp_path))
+        import kieval_extra  # noqa: F401
+
+        monkeypatch.setattr(prebuilt, "PACKAGES", (*prebuilt.PACKAGES, "kieval_extra"))
+        prebuilt.fingerprint.cache_clear()
+        with_extra = prebuilt.fingerprint()
+        (package / "__init__.py").write_text("X = 2\n")
+        prebuilt.fingerprint.cache_clear()
+        assert len({before, with_extra, prebuilt.fingerprint()}) == 3
+    finally:
+        prebuilt.fingerprint.cache_clear()
+
+
+def test_an_upload_is_never_kept_on_disk(cache, counted):
+    """Files that are not a built-in sample's (the same records under another content) are
+    computed for the session and never written."""
+    sample = sample_sources("simulated")
+    gt = Source.of("my_gt.jsonl", sample.gt.data + b"\n")
+    preds = tuple(Source.of(f"mine_{p.name}", p.data + b"\n") for p in sample.predictions)
+    assert not prebuilt.builtin(gt) and prebuilt.builtin(sample.gt)
+    compute.build_workspace(Store(), "a", type(sample)(gt, preds), AppOptions())
+    assert not cache.exists() or not list(cache.rglob("*.pickle"))
+
+
+def test_a_damaged_piece_is_computed_again_and_replaced(cache, counted):
+    sample = sample_sources("simulated")
+    first = compute.build_workspace(Store(), "a", sample, AppOptions())
+    for piece in cache.glob("samples-*/*.pickle"):
+        piece.write_bytes(piece.read_bytes()[:100])
+    counted.clear()
+    again = compute.build_workspace(Store(), "b", sample, AppOptions())
+    assert len([c for c in counted if c[0] == "score"]) == 3
+    assert _report(again) == _report(first)
+    counted.clear()
+    compute.build_workspace(Store(), "c", sample, AppOptions())
+    assert counted == []
+
+
+def test_no_cache_directory_computes_every_time(monkeypatch, counted):
+    monkeypatch.setenv(prebuilt.CACHE_DIR, "off")
+    sample = sample_sources("simulated")
+    compute.build_workspace(Store(), "a", sample, AppOptions())
+    counted.clear()
+    compute.build_workspace(Store(), "b", sample, AppOptions())
+    assert len([c for c in counted if c[0] == "score"]) == 3
+
+
+def test_a_rerun_keeps_its_evaluation_until_files_options_or_peer_figures_change():
+    """The session's last workspace gives its result (with every figure derived from it)
+    to the next run of the same files and options; another option, or peer figures that
+    joined, give a new one."""
+    store, sample = Store(idle_bytes=10**9), sample_sources("simulated")
+    first = compute.build_workspace(store, "s", sample, AppOptions())
+    figures = first.result.rule_figures  # derived once, kept by the result
+    again = compute.build_workspace(store, "s", sample, AppOptions(), previous=first)
+    assert again.result is first.result and again.result.rule_figures is figures
+    other = compute.build_workspace(store, "s", sample, AppOptions(casefold=True), previous=again)
+    assert other.result is not first.result
+    peers = AppOptions(families=("kieval", "oi"))
+    pending = compute.build_workspace(store, "s", sample, peers, previous=other)
+    assert pending.pending and pending.result is not other.result
+    for task in pending.pending:
+        task.future.result(timeout=120)
+    joined = compute.build_workspace(store, "s", sample, peers, previous=pending)
+    assert joined.result is not pending.result and joined.result.models["simulated-weak"].peer
+    assert compute.build_workspace(store, "s", sample, peers, previous=joined).result is joined.result
