@@ -7,7 +7,11 @@ in the same run:
 * ``update`` one document per call, and in batches of 32, against a bare loop that only
   appends the two dicts to two lists (the floor of any bookkeeping);
 * ``compute()`` against ``evaluate()`` on the same documents read from ``{doc_id:
-  document}`` JSON files (the figures are checked equal).
+  document}`` JSON files (the figures are checked equal);
+* memory: what the accumulator holds after the updates when it is the only holder of the
+  documents (each update gets dicts fresh from ``json.loads``, as a model's decoding makes
+  them), and the peak of ``compute()`` above it; Python's allocations (``tracemalloc``,
+  numpy's included) plus Arrow's (``pyarrow.total_allocated_bytes``).
 
 Usage::
 
@@ -21,7 +25,10 @@ import json
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
+
+import pyarrow as pa
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -47,6 +54,25 @@ def best_of(repeat: int, work) -> float:
         work()
         times.append(time.perf_counter() - start)
     return min(times)
+
+
+def memory(gt: list[dict], pred: list[dict]) -> tuple[float, float]:
+    """MiB held by an accumulator that alone holds the documents, after the updates; and
+    the peak of ``compute()`` above what was held before it."""
+    texts = [(json.dumps(g), json.dumps(p)) for g, p in zip(gt, pred, strict=True)]
+    tracemalloc.start()
+    arrow = pa.total_allocated_bytes()
+    acc = Accumulator()
+    for g, p in texts:
+        acc.update(json.loads(g), json.loads(p))
+    held, _ = tracemalloc.get_traced_memory()
+    held += pa.total_allocated_bytes() - arrow
+    tracemalloc.reset_peak()
+    before, _ = tracemalloc.get_traced_memory()
+    acc.compute()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return held / 2**20, (peak - before) / 2**20
 
 
 def main() -> None:
@@ -101,6 +127,9 @@ def main() -> None:
     print(f"evaluate() on the same JSON files {t_eval:6.2f} s "
           f"(compute / evaluate: {t_compute / t_eval:.2f}x)")
     print(f"update + compute per document    {(t_one + t_compute) * 1e6 / n:6.0f} µs")
+    held, peak = memory(gt, pred)
+    print(f"held after the updates           {held:6.1f} MiB (the accumulator alone holding the documents)")
+    print(f"compute() peak above that        {peak:6.1f} MiB (Python and numpy; Arrow's not traced)")
 
 
 if __name__ == "__main__":

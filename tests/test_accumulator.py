@@ -53,21 +53,83 @@ def _evaluate_files(tmp_path, ids, gt_docs, pred_docs, **options):
     return evaluate(gt_file, {"model": pred_file}, **options)
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(ROOT, ROOT), min_size=1, max_size=5), st.integers(1, 3), st.booleans())
-def test_compute_equals_evaluate_on_the_same_documents(tmp_path_factory, pairs, batch, named):
+def _split(n: int, cuts: list[int]) -> list[slice]:
+    bounds = sorted({0, n, *(c % (n + 1) for c in cuts)})
+    return [slice(a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(ROOT, ROOT), min_size=1, max_size=7), st.lists(st.integers(0, 7), max_size=4),
+       st.integers(1, 4), st.booleans(), st.booleans())
+def test_any_split_into_batches_and_blocks_equals_evaluate(tmp_path_factory, pairs, cuts, block, named,
+                                                          single):
+    """However the documents are split into updates (one document as two dicts, or lists)
+    and however many are read at a time, compute() gives evaluate()'s report on the file."""
     tmp_path = tmp_path_factory.mktemp("acc")
     gt_docs, pred_docs = [g for g, _ in pairs], [p for _, p in pairs]
     ids = [f"doc-{i}" for i in range(len(pairs))] if named else [str(i) for i in range(len(pairs))]
-    acc = Accumulator()
-    for start in range(0, len(pairs), batch):
-        chunk = slice(start, start + batch)
-        if batch == 1:
-            acc.update(gt_docs[start], pred_docs[start], ids[start] if named else None)
+    acc = Accumulator(block=block)
+    for part in _split(len(pairs), cuts):
+        if single and part.stop - part.start == 1:
+            acc.update(gt_docs[part.start], pred_docs[part.start], ids[part.start] if named else None)
         else:
-            acc.update(gt_docs[chunk], pred_docs[chunk], ids[chunk] if named else None)
+            acc.update(gt_docs[part], pred_docs[part], ids[part] if named else None)
     expected = _evaluate_files(tmp_path, ids, gt_docs, pred_docs)
     assert _figures(acc.compute()) == _figures(expected)
+    assert acc.doc_ids() == ids
+
+
+@pytest.mark.parametrize("block", [1, 2, 1000])
+def test_wrapped_documents_are_unwrapped_only_when_every_one_is(tmp_path, block):
+    """A structure key every document consists of alone is a wrapper, as in a file; once one
+    document does not, it is content for all (blocks read before are read as content)."""
+    wrapped = [{"gt_parse": {"total": "5"}}, {"gt_parse": {"total": "6"}}]
+    acc = Accumulator(block=block)
+    acc.update(wrapped, [{"gt_parse": {"total": "5"}}, {"gt_parse": {"total": "7"}}])
+    assert acc.compute().models["model"].by_entity_type["entity_type"].tolist() == ["total"]
+    acc.update({"gt_parse": {"total": "8"}, "id": "x"}, {"total": "8"})
+    ids = ["0", "1", "2"]
+    expected = _evaluate_files(tmp_path, ids, [*wrapped, {"gt_parse": {"total": "8"}, "id": "x"}],
+                               [{"gt_parse": {"total": "5"}}, {"gt_parse": {"total": "7"}}, {"total": "8"}])
+    assert _figures(acc.compute()) == _figures(expected)
+    assert acc.compute().models["model"].by_entity_type["entity_type"].tolist() == [
+        "gt_parse.total", "id", "total"]
+
+
+def test_boxes_alternatives_and_metadata_across_blocks(tmp_path):
+    """What a block's reader numbers or counts over the file (alternative sets, dropped boxes,
+    metadata rows) comes out as the whole file's reader gives it."""
+    gt = [{"date": {"any_of": ["01/02/2019", "1 Feb 2019"]}, "total": {"value": "5", "bbox": [1, 2, 3, 4]},
+           "split": "a"},
+          {"date": {"any_of": ["x", "y"]}, "total": {"value": "6", "bbox": [1, 2]}, "split": "b"},
+          {"total": {"value": "7", "bbox": "bad"}},
+          {"date": {"any_of": ["z", "1 Feb 2019"]}, "split": "a"}]
+    pred = [{"date": "1 Feb 2019", "total": "5"},
+            {"date": "y", "total": {"value": "6", "bbox": [0, 0, 1, 1]}}, {"total": "8"}, {"date": "z"}]
+    options = LoadOptions(meta=("split",))
+    ids = [f"r{i}" for i in range(len(gt))]
+    expected = _evaluate_files(tmp_path, ids, gt, pred, load_options=options)
+    for block in (1, 3):
+        acc = Accumulator(load_options=options, block=block)
+        for i in range(len(gt)):
+            acc.update(gt[i], pred[i], ids[i])
+        result = acc.compute()
+        assert _figures(result) == _figures(expected)
+        assert result.gt.entities.equals(expected.gt.entities)
+        warnings = tuple(w.replace(str(tmp_path / "gt.json"), "ground truth (accumulated)")
+                         for w in expected.gt.warnings)
+        assert result.gt.meta.equals(expected.gt.meta) and result.gt.warnings == warnings
+        assert "(1 more in this file)" in warnings[0]
+        assert result.models["model"].error_list.equals(expected.models["model"].error_list)
+    first, second = Accumulator(load_options=options, block=1), Accumulator(load_options=options, block=1)
+    for i in range(len(gt)):  # without ids: the second worker's documents are renamed on merge
+        (first if i < 1 else second).update(gt[i], pred[i])
+    single = Accumulator(load_options=options)
+    single.update(gt, pred)
+    merged = first.merge(pickle.loads(pickle.dumps(second))).compute()
+    assert _figures(merged) == _figures(single.compute())
+    assert merged.gt.warnings == single.compute().gt.warnings
+    assert merged.gt.meta.equals(single.compute().gt.meta)
 
 
 @settings(max_examples=30, deadline=None)
@@ -76,7 +138,7 @@ def test_merged_workers_equal_one_accumulator(pairs, data):
     cuts = sorted(data.draw(st.lists(st.integers(0, len(pairs)), min_size=1, max_size=3)))
     workers, start = [], 0
     for cut in [*cuts, len(pairs)]:
-        worker = Accumulator()
+        worker = Accumulator(block=data.draw(st.integers(1, 3)))
         for gt, pred in pairs[start:cut]:
             worker.update(gt, pred)
         workers.append(pickle.loads(pickle.dumps(worker)))  # as all_gather_object carries them
@@ -160,9 +222,20 @@ def test_bad_ids_and_content_are_named():
         acc.compute()
     clash = Accumulator()
     clash.update({"a": "1"}, {"a": "1"})
-    clash.update({"a": "1"}, {"a": "1"}, doc_ids="0")
     with pytest.raises(KievalInputError, match="'0' was given explicitly"):
-        clash.compute()
+        clash.update({"a": "1"}, {"a": "1"}, doc_ids="0")
+    clash.update([{"a": "1"}], [{"a": "1"}], doc_ids=["2"])  # at position 1
+    with pytest.raises(KievalInputError, match="'2' was given explicitly"):
+        clash.update({}, {})  # position 2
+    assert clash.doc_ids() == ["0", "2"]
+    named = Accumulator()
+    named.update({"a": "1"}, {"a": "1"}, doc_ids="1")
+    with pytest.raises(KievalInputError, match="'1' was given explicitly"):
+        named.update([{}, {}], [{}, {}])
+    worker = Accumulator()
+    worker.update({"a": "1"}, {"a": "1"})
+    with pytest.raises(KievalInputError, match="'1' was given explicitly"):
+        named.merge(worker)
     bad_conf = Accumulator()
     bad_conf.update({"a": "1"}, {"a": {"value": "1", "confidence": 1.5}})
     with pytest.raises(KievalInputError, match="outside"):

@@ -186,9 +186,12 @@ def _without_bom(data: bytes) -> memoryview:
     return memoryview(data)[len(codecs.BOM_UTF8):] if data.startswith(codecs.BOM_UTF8) else memoryview(data)
 
 
-def _read_json(data: bytes, source: str, options: LoadOptions, builder: DatasetBuilder) -> None:
+def read_json(data: bytes, source: str, options: LoadOptions, builder: DatasetBuilder, *,
+              unwrap: bool = True) -> None:
     """One JSON value: ``{doc_id: document}`` or a list of records. orjson reads it; the
-    stdlib parse is made only for a document the fast parse cannot serve (:mod:`.jsontext`)."""
+    stdlib parse is made only for a document the fast parse cannot serve (:mod:`.jsontext`).
+    ``unwrap=False``: a structure key common to every document is read as content (the
+    documents are part of a larger set that does not share it)."""
     text = decode_text(data, source)
     if not text.strip():
         raise KievalInputError(source, None, "the file is empty")
@@ -202,8 +205,8 @@ def _read_json(data: bytes, source: str, options: LoadOptions, builder: DatasetB
         for i, record in enumerate(content):
             _add_listed_record(reader, record, i, source, slow)
     elif isinstance(content, dict):  # {doc_id: document}
-        reader.add_documents((str(d), f"document {d!r}", doc, source, slow and _nth(slow, i))
-                             for i, (d, doc) in enumerate(content.items()))
+        reader.add_documents(((str(d), f"document {d!r}", doc, source, slow and _nth(slow, i))
+                              for i, (d, doc) in enumerate(content.items())), unwrap=unwrap)
     else:
         raise KievalInputError(source, None, "expected a JSON object or a list of records")
     reader.finish()
@@ -351,7 +354,7 @@ def _form(fmt: str) -> Reader:
 
 
 READERS: dict[str, Reader] = {r.name: r for r in (
-    Reader("json", "nested JSON: {doc_id: document} or a list of records", read_file=_read_json,
+    Reader("json", "nested JSON: {doc_id: document} or a list of records", read_file=read_json,
            suffixes=(".json",), sniff=lambda sample: sample.json_value and sample.form is None),
     Reader("jsonl", "nested JSON records, one per line (Donut metadata.jsonl too)", read_file=_read_jsonl,
            suffixes=(".jsonl", ".ndjson"),

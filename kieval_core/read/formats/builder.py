@@ -15,6 +15,8 @@ documents (for ANLS* and nTED) are kept only when asked (``keep_structures``).
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -258,6 +260,63 @@ class DatasetBuilder:
         ))
         self.columns = Columns()
         self._counts = []
+
+    def pack(self) -> None:
+        """Move the entities of the documents read so far into compact arrays (a reader
+        does it every :data:`CHUNK_ROWS` rows; a builder kept open between reads does it
+        at the end of each)."""
+        if self._counts:
+            self._pack()
+
+    def extend(self, other: DatasetBuilder) -> None:
+        """Add the documents ``other`` read after this builder's: the builder one reader would
+        have filled reading both in turn (a stream read block by block, as
+        :class:`~kieval_core.Accumulator` reads it). Entities, documents, structures,
+        metadata, warnings, notes and dropped boxes; ``other`` keeps its documents."""
+        if self.table is not None or other.table is not None:
+            raise TypeError("extend() joins entities read document by document, not long tables")
+        self.pack()
+        first, rows = len(self.where), self._packed_rows
+        for doc_id, where in other.where.items():
+            self.document(doc_id, where)
+        other.pack()
+        for chunk in other._chunks:
+            shifted = None if chunk.alternative is None else np.where(chunk.alternative >= 0,
+                                                                      chunk.alternative + rows, -1)
+            self._chunks.append(dataclasses.replace(chunk, doc=chunk.doc + first, alternative=shifted))
+            self._packed_rows += len(chunk.doc)
+        self._check_rows(self._packed_rows)
+        self.structures.update(other.structures)
+        self.meta.update(other.meta)
+        self.warnings.extend(other.warnings)
+        for note in other.notes:
+            self.note(note)
+        self.record_keys |= other.record_keys
+        self.location_problems.count += other.location_problems.count
+        self.location_problems.first = self.location_problems.first or other.location_problems.first
+
+    def renamed(self, names: Mapping[str, str]) -> DatasetBuilder:
+        """A copy whose documents ``{old: new}`` have new ids, in its tables and in what
+        names them (``document 'old'``, the JSON reader's words); the entities are shared."""
+        def rename(doc_id: str) -> str:
+            return names.get(doc_id, doc_id)
+
+        def reworded(text: str) -> str:
+            for old in [d for d in names if f"document {d!r}" in text]:
+                text = text.replace(f"document {old!r}", f"document {names[old]!r}")
+            return text
+
+        out = copy.copy(self)
+        out.where = {rename(d): f"document {rename(d)!r}" if w == f"document {d!r}" else w
+                     for d, w in self.where.items()}
+        out.structures = {rename(d): s for d, s in self.structures.items()}
+        out.meta = {rename(d): m for d, m in self.meta.items()}
+        out.warnings = [reworded(w) for w in self.warnings]
+        out.location_problems = copy.copy(self.location_problems)
+        if self.location_problems.first is not None:
+            doc_id, entity_type, problem = self.location_problems.first
+            out.location_problems.first = (rename(doc_id), entity_type, problem)
+        return out
 
     def build(self) -> Dataset:
         table = self._entity_table() if self.table is None else self._long_table()

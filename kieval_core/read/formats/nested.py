@@ -469,13 +469,15 @@ class NestedReader:
 
     # --- documents: every key is content ----------------------------------------------
 
-    def add_documents(self, documents: Iterable[tuple[str, str, Any, str, Callable[[], Any] | None]]) -> None:
+    def add_documents(self, documents: Iterable[tuple[str, str, Any, str, Callable[[], Any] | None]],
+                      unwrap: bool = True) -> None:
         """Documents of a one-object container or per-document files:
         ``(doc_id, where, document, source, slow)``, where ``slow()`` gives the document
         again from the stdlib parser (None when it came from it). A wrapper key is
-        unwrapped only when named or common to every document (then the load report says so)."""
+        unwrapped only when named or (``unwrap``) common to every document (then the load
+        report says so)."""
         documents = list(documents)
-        wrapper = self.key or common_wrapper([d for _, _, d, _, _ in documents])
+        wrapper = self.key or (common_wrapper([d for _, _, d, _, _ in documents]) if unwrap else None)
         if wrapper is not None and self.key is None:
             self.builder.note(f"every document holds only the key {wrapper!r}: its content was read "
                               "as the document (name another key with --key)")
