@@ -138,20 +138,55 @@ print(totals["total.kieval"]["exact_match"], totals["total.kieval"]["kieval_alig
 """
 
 
-def replicate_official(out: Path, copies: int) -> tuple[Path, Path]:
-    """The official sample's 100 documents, ``copies`` times under new names."""
+def replicate_official(out: Path, copies: int, distinct: bool = False) -> tuple[Path, Path]:
+    """The official sample's 100 documents, ``copies`` times under new names; with
+    ``distinct``, copy ``k`` has its values' digits and letters shifted by ``k`` (the same
+    shift on both sides, so which values are equal, differ in case or only in punctuation
+    stays; the values themselves differ from copy to copy, as in a real corpus)."""
     dirs = []
     for side in ("gt_csv", "pred_csv"):
-        target = out / "official" / side
+        target = out / ("official_distinct" if distinct else "official") / side
         if target.exists():
             shutil.rmtree(target)
         target.mkdir(parents=True)
         for source in sorted((OFFICIAL_SAMPLE / side).glob("*.csv")):
             data = source.read_bytes()
             for k in range(copies):
-                (target / f"{k:04d}_{source.name}").write_bytes(data)
+                copy = _shifted(data.decode("utf-8"), k).encode("utf-8") if distinct else data
+                (target / f"{k:04d}_{source.name}").write_bytes(copy)
         dirs.append(target)
     return dirs[0], dirs[1]
+
+
+def _shifted(text: str, k: int) -> str:
+    """The values of an official CSV with digits shifted by ``k`` (mod 10) and letters by
+    ``k`` (mod 26, case kept); index lines, headers, types and ``<empty>`` unchanged."""
+    import string
+
+    low, up, dig = string.ascii_lowercase, string.ascii_uppercase, string.digits
+    table = str.maketrans(low + up + dig, low[k % 26:] + low[:k % 26] + up[k % 26:] + up[:k % 26]
+                          + dig[k % 10:] + dig[:k % 10])
+    lines = text.split("\n")
+    out = []
+    for i, line in enumerate(lines):
+        header = i > 0 and lines[i - 1].strip().isdigit()
+        if header or line.strip().isdigit() or "\t" not in line:
+            out.append(line)
+            continue
+        cells = line.split("\t")
+        # a non-group line is type<TAB>value: its first cell is a type
+        start = 1 if not _in_group(lines, i) else 0
+        out.append("\t".join(c if j < start or c == "<empty>" else
+                             "||".join(v if v == "<empty>" else v.translate(table) for v in c.split("||"))
+                             for j, c in enumerate(cells)))
+    return "\n".join(out)
+
+
+def _in_group(lines: list[str], i: int) -> bool:
+    """Whether line ``i`` is in a group block (its block opens with an index line)."""
+    while i > 0 and lines[i - 1].strip():
+        i -= 1
+    return lines[i].strip().isdigit()
 
 
 def ontology_keys() -> list[str]:
@@ -187,7 +222,8 @@ for folder in sys.argv[1:]:
 """
 
 
-def bench_official(out: Path, copies: int, repeats: int = 3, before: Path | None = None) -> None:
+def bench_official(out: Path, copies: int, repeats: int = 3, before: Path | None = None,
+                   distinct: bool = False) -> None:
     """The official implementation and ``kieval evaluate --format kieval-csv`` (default
     options), alternately ``repeats`` times with the floors (Python's startup, a bare loop
     reading every file, importing pandas, numpy and pyarrow) and, with ``before``, the
@@ -196,7 +232,7 @@ def bench_official(out: Path, copies: int, repeats: int = 3, before: Path | None
     if not REFERENCE.exists():
         print(f"\nofficial implementation: skipped ({REFERENCE} is absent)")
         return
-    gt, pred = replicate_official(out, copies)
+    gt, pred = replicate_official(out, copies, distinct)
     script = OFFICIAL_SCRIPT.format(reference=str(REFERENCE), gt=str(gt), pred=str(pred),
                                     keys=ontology_keys())
 
@@ -223,7 +259,8 @@ def bench_official(out: Path, copies: int, repeats: int = 3, before: Path | None
     medians = {k: tuple(statistics.median(x) for x in zip(*v, strict=True)) for k, v in runs.items()}
     report = json.loads((out / "official.json").read_text("utf-8"))
     entity = report["models"]["pred_csv"]["kieval"]["entity"]
-    print(f"\nofficial KIEval CSV sample x{copies} ({100 * copies:,} documents a side), median of {repeats}, "
+    print(f"\nofficial KIEval CSV sample x{copies}{' (distinct values per copy)' if distinct else ''} "
+          f"({100 * copies:,} documents a side), median of {repeats}, "
           f"load average {load_start[0]:.1f} at the start, {load_end[0]:.1f} at the end "
           f"({os.cpu_count()} cores)")
     wall_o, cpu_o = medians["official"]
@@ -251,9 +288,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=HERE / "out" / "loaders")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each side of the official comparison")
     parser.add_argument("--before", type=Path, help="another checkout, timed in the official comparison too")
+    parser.add_argument("--distinct", action="store_true",
+                        help="official comparison: shift each copy's values (distinct documents)")
     args = parser.parse_args()
     if not args.docs:  # the official comparison alone
-        bench_official(args.out, args.official_copies, args.repeats, args.before)
+        bench_official(args.out, args.official_copies, args.repeats, args.before, args.distinct)
         return
     gt, pred = generate(args.docs)
     print(f"documents {args.docs:,}, GT entities {len(gt):,}, predicted entities {len(pred):,}")
@@ -266,7 +305,7 @@ def main() -> None:
     rows = [bench_format(case, args.out) for name, case in cases.items() if name in wanted]
     print_formats(rows)
     if args.official_copies:
-        bench_official(args.out, args.official_copies, args.repeats, args.before)
+        bench_official(args.out, args.official_copies, args.repeats, args.before, args.distinct)
 
 
 if __name__ == "__main__":

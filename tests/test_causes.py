@@ -22,6 +22,7 @@ from kieval_core.cli import main
 from kieval_core.count.causes import (
     CAUSE_COLUMNS,
     CAUSES_OF_KIND,
+    dense_codes,
     field_date_orders,
     fixing_comparators,
     substitution_causes,
@@ -619,3 +620,16 @@ def test_a_glob_matching_nothing_is_a_warning(tmp_path, capsys):
     assert ("warning: the rule declared for '*.prize' (--compare *.prize=number) matches no entity type; "
             "entity types: address") in (
         capsys.readouterr().err)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 5).flatmap(lambda k: st.lists(
+    st.tuples(*[st.sampled_from([-1, 0, 1, 7, 2**40, 2**61]) for _ in range(k)]), max_size=30)),
+    st.integers(1, 5))
+def test_dense_codes_rank_rows_lexicographically(rows, k):
+    """One sort of packed keys (ranked first when they would overflow) gives every row
+    its rank among the distinct rows, as sorting the tuples does."""
+    width = len(rows[0]) if rows else k
+    columns = [np.array([r[j] for r in rows], np.int64) for j in range(width)]
+    rank = {row: i for i, row in enumerate(sorted(set(rows)))}
+    assert dense_codes(*columns).tolist() == [rank[r] for r in rows]

@@ -216,13 +216,29 @@ def dense_codes(*columns: np.ndarray) -> np.ndarray:
     >>> dense_codes(np.array([1, 1, 0]), np.array([5, 5, 7])).tolist()
     [1, 1, 0]
     """
-    code = np.zeros(len(columns[0]), np.int64)
+    code, span = np.zeros(len(columns[0]), np.int64), 1
     for column in columns:
         column = np.asarray(column, np.int64)
         low = column.min(initial=0)
-        code = code * (int(column.max(initial=0)) - int(low) + 1) + (column - low)
-        code = np.unique(code, return_inverse=True)[1].astype(np.int64)
-    return code
+        width = int(column.max(initial=0)) - int(low) + 1
+        if span * width >= _PACKED:  # the packed key would overflow: rank what is packed so far
+            code, span = _ranks(code)
+            if span * width >= _PACKED:
+                column, width = _ranks(column)
+                low = 0
+        code = code * width + (column - low)  # rows in the order of the columns' lexicographic order
+        span *= width
+    return _ranks(code)[0]
+
+
+#: Packed keys stay below this (int64); one sort at the end instead of one per column.
+_PACKED = 1 << 62
+
+
+def _ranks(code: np.ndarray) -> tuple[np.ndarray, int]:
+    """Dense rank of every element and the number of distinct elements."""
+    distinct, rank = np.unique(code, return_inverse=True)
+    return rank.astype(np.int64), len(distinct)
 
 
 def held_elsewhere(own: Sequence[np.ndarray], other: Sequence[np.ndarray]) -> np.ndarray:
@@ -242,7 +258,7 @@ def held_elsewhere(own: Sequence[np.ndarray], other: Sequence[np.ndarray]) -> np
     n = len(own[0])
     both = [np.concatenate([a, b]) for a, b in zip(own, other, strict=True)]
     value = dense_codes(*both[:2])
-    place = dense_codes(*both)
+    place = dense_codes(value, *both[2:])  # the value's rank stands for its first two columns
     other_by_value = np.bincount(value[n:], minlength=int(value.max(initial=-1)) + 1)
     other_by_place = np.bincount(place[n:], minlength=int(place.max(initial=-1)) + 1)
     return other_by_value[value[:n]] > other_by_place[place[:n]]

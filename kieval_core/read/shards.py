@@ -86,6 +86,8 @@ def is_sharded(spec: str | Path, options: LoadOptions = LoadOptions()) -> bool:
     KIEval CSV, IOB2) are not shards."""
     if is_glob(spec):
         return True
+    if options.format not in SHARD_FORMATS and options.format != "auto":
+        return False  # a per-document format: no need to list the directory
     path = Path(spec)
     if not path.is_dir():
         return False
@@ -94,8 +96,6 @@ def is_sharded(spec: str | Path, options: LoadOptions = LoadOptions()) -> bool:
         return False
     if options.format in SHARD_FORMATS:
         return True
-    if options.format != "auto":
-        return False
     suffixes = {PurePath(name).suffix.lower() for name in names}
     if suffixes <= set(SHARD_SUFFIXES):
         return True

@@ -233,6 +233,13 @@ class ModelResult:
         return self.counted
 
     @cached_property
+    def changed_by_comparators(self) -> dict:
+        """The documents whose values a change of one field's comparator compares otherwise,
+        kept per field and comparators by :mod:`kieval_core.result.suggest` (filled as its
+        re-counts ask)."""
+        return {}
+
+    @cached_property
     def error_list(self) -> pd.DataFrame:
         """Every correction a person must make, one row each (SPEC 7): documents sorted,
         additions before the predictions' errors, each in reading order. A distributed run

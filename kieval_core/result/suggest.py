@@ -38,10 +38,7 @@ def suggested_comparators(model: ModelResult, normalizer: Normalizer) -> pd.Data
     """Per entity type with ``format`` substitutions: the comparator that makes most of
     them equal (ties: the order of :data:`~kieval_core.count.comparators.FORMAT_COMPARATORS`,
     dates first), how many it fixes and how many there are; most format errors first."""
-    error_list = model.error_list
-    if "cause" not in error_list:
-        return pd.DataFrame(columns=SUGGESTION_COLUMNS)
-    subs = error_list[(error_list["kind"] == "substitution") & (error_list["cause"] == "format")]
+    subs = _format_substitutions(model)
     if subs.empty:
         return pd.DataFrame(columns=SUGGESTION_COLUMNS)
     codes, distinct = pd.factorize(pd.concat([subs["gt_value"], subs["pred_value"]]).astype(object))
@@ -59,6 +56,24 @@ def suggested_comparators(model: ModelResult, normalizer: Normalizer) -> pd.Data
     })
     out = out.sort_values(["format", "entity_type"], ascending=[False, True], kind="stable")
     return out.reset_index(drop=True)
+
+
+def _format_substitutions(model: ModelResult) -> pd.DataFrame:
+    """``entity_type, gt_value, pred_value`` of the substitutions whose cause is ``format``:
+    from the engine's tables when the model has them (the error list, which has the same
+    rows in another order, is not built for it), else from the error list."""
+    if model.counted is None:
+        errors = model.error_list
+        if "cause" not in errors:
+            return pd.DataFrame(columns=["entity_type", "gt_value", "pred_value"])
+        return errors.loc[(errors["kind"] == "substitution") & (errors["cause"] == "format"),
+                          ["entity_type", "gt_value", "pred_value"]]
+    pred = model.counted.pred_entities
+    if "cause" not in pred:
+        return pd.DataFrame(columns=["entity_type", "gt_value", "pred_value"])
+    subs = pred[((pred["status"] == "substituted") & (pred["cause"] == "format")).to_numpy()]
+    return pd.DataFrame({"entity_type": subs["entity_type"], "gt_value": subs["other_value"],
+                         "pred_value": subs["value"]})
 
 
 def _dataset(frame: pd.DataFrame, name: str, doc_ids: tuple[str, ...]) -> Dataset:
@@ -88,7 +103,7 @@ def model_counts_under(model: ModelResult, normalizer: Normalizer, active: Mappi
     counted = model.detail()
     after = dataclasses.replace(normalizer, comparators=tuple(sorted(comparators.items())))
     types = sorted(set(active) | set(comparators))
-    changed = changed_documents(counted, normalizer, after, types) if types else set()
+    changed = _changed_documents_kept(model, normalizer, after, types)
     kept = model.tally.documents.drop(index=list(changed))
     counts = {k: int(kept[k].sum()) for k in COUNT_KEYS}
     if changed:
@@ -115,16 +130,41 @@ def rescored_aligned(result: EvaluationResult, name: str, comparators: Mapping[s
     return float(aligned_score(counts["tp"], error))
 
 
+def _changed_documents_kept(model: ModelResult, before: Normalizer, after: Normalizer,
+                            types: list[str]) -> set[str]:
+    """:func:`changed_documents`, each entity type's answer kept in ``model`` for the next
+    re-count that compares that type the same way (the strict, suggested and hinted
+    re-counts of one run share most types): a type's changed documents depend only on its
+    own comparators before and after."""
+    base = dataclasses.replace(before, comparators=())
+    before_of, after_of = before.comparator_of(types), after.comparator_of(types)
+    key = {t: (base, t, before_of.get(t, "exact"), after_of.get(t, "exact")) for t in types}
+    kept = model.changed_by_comparators
+    missing = [t for t in types if key[t] not in kept]
+    if missing:
+        for t, docs in changed_by_type(model.detail(), before, after, missing).items():
+            kept[key[t]] = docs
+    return set().union(*(kept[key[t]] for t in types))
+
+
 def changed_documents(counted: Counted, before: Normalizer, after: Normalizer, types: list[str]) -> set[str]:
     """Documents in which ``after`` splits the values of one of ``types`` into equal ones
-    otherwise than ``before`` does (GT and predicted values together).
+    otherwise than ``before`` does (GT and predicted values together)."""
+    return set().union(*changed_by_type(counted, before, after, types).values())
+
+
+def changed_by_type(counted: Counted, before: Normalizer, after: Normalizer,
+                    types: list[str]) -> dict[str, frozenset[str]]:
+    """Per entity type of ``types``, the documents in which ``after`` splits its values into
+    equal ones otherwise than ``before`` does (:func:`changed_documents`).
 
     Each raw value is normalised once (``after``'s pass); ``before`` reads only the distinct
     (normalised value, type) pairs, the normaliser being idempotent."""
+    out = dict.fromkeys(types, frozenset())
     frames = [f.loc[f["entity_type"].isin(types).to_numpy(), ["doc_id", "entity_type", "value"]]
               for f in (counted.gt_entities, counted.pred_entities)]
     if not sum(map(len, frames)):
-        return set()
+        return out
     doc_codes, doc_names = _joint_codes(frames, "doc_id")
     type_codes, type_names = _joint_codes(frames, "entity_type")
     values = np.concatenate([f["value"].to_numpy(object) for f in frames])
@@ -139,7 +179,10 @@ def changed_documents(counted: Counted, before: Normalizer, after: Normalizer, t
     n_parts = int(part.max()) + 1
     counts = [_distinct_per_part(part, codes, n_parts) for codes in (before_codes, after_codes, meet)]
     changed = np.flatnonzero((counts[0] != counts[2]) | (counts[1] != counts[2]))
-    return {doc_names[i] for i in np.unique(changed // n_types)}
+    by_type = pd.Series(changed // n_types).groupby(changed % n_types).indices
+    for code, rows in by_type.items():
+        out[type_names[code]] = frozenset(doc_names[i] for i in np.unique((changed // n_types)[rows]))
+    return out
 
 
 def _joint_codes(frames: list[pd.DataFrame], column: str) -> tuple[np.ndarray, list[str]]:

@@ -177,11 +177,12 @@ def _directory_entities(files: Mapping[str, bytes], stems: list[str]) -> pd.Data
     line, type_code = line[cell], type_code[cell]
     grouped = blocks.grouped[block[line]]
     key = blocks.index[block[line]].astype(np.int64) * (int(in_block.max(initial=0)) + 1) + in_block[line]
+    # text columns as object, as the builder uses them (not converted to Arrow strings and back)
     return pd.DataFrame({
-        "doc_id": np.array(stems, dtype=object)[file[line]],
-        "group_type": blocks.group_type[block[line]],
+        "doc_id": pd.Series(np.array(stems, dtype=object)[file[line]], dtype=object),
+        "group_type": pd.Series(blocks.group_type[block[line]], dtype=object),
         "group_key": np.where(grouped, key, -1),
-        "entity_type": types[type_code],
+        "entity_type": pd.Series(types[type_code], dtype=object),
         "value": values.to_pandas(),
         "confidence": np.full(len(line), np.nan),
     })
