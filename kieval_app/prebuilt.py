@@ -41,7 +41,7 @@ from .sources import SAMPLES, Source, sample_sources
 
 _LOG = logging.getLogger(__name__)
 T = TypeVar("T")
-#: The distribution whose requirements' versions enter the fingerprint.
+#: The distribution whose requirements' versions (its dashboard extra's too) enter the fingerprint.
 DISTRIBUTION = "kieval-workbench"
 #: The packages whose source enters the fingerprint (what computes and holds the pieces).
 PACKAGES = ("kieval_core", "kieval_app")
@@ -78,12 +78,14 @@ def fingerprint() -> str:
 
 
 def _requirements() -> list[str]:
-    """The names of the libraries :data:`DISTRIBUTION` requires (extras left out)."""
+    """The names of the libraries :data:`DISTRIBUTION` requires, with its ``dashboard``
+    extra (Pillow makes the pages' JPEGs); other extras left out."""
     try:
         required = importlib.metadata.requires(DISTRIBUTION) or []
     except importlib.metadata.PackageNotFoundError:  # a bare checkout: no metadata
         return []
-    names = {re.split(r"[\s;<>=!~\[(]", r, maxsplit=1)[0].lower() for r in required if "extra ==" not in r}
+    names = {re.split(r"[\s;<>=!~\[(]", r, maxsplit=1)[0].lower() for r in required
+             if "extra ==" not in r or 'extra == "dashboard"' in r}
     return sorted(names)
 
 
