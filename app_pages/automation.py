@@ -15,6 +15,7 @@ import streamlit as st
 
 from kieval_app import session
 from kieval_app.columns import shown
+from kieval_app.live_chart import live_chart
 from kieval_core.figures import automation
 from kieval_core.figures.text import md, number, pct
 from kieval_core.result.consensus import MIN_MODELS, with_confidence_sources
@@ -325,16 +326,17 @@ def cards(op) -> None:
     )
 
 
-def pick(key: str) -> None:
-    """A click on a chart point chooses its τ."""
-    chosen = automation.threshold_from_selection(st.session_state[key].selection)
+def pick(customdata) -> None:
+    """A click on a chart point chooses its τ (its ``customdata[0]``)."""
+    chosen = automation.first_custom_value(customdata)
     if chosen is not None:
-        st.session_state.update(auto_mode="threshold", auto_scope="one", auto_tau=chosen)
+        st.session_state.update(auto_mode="threshold", auto_scope="one", auto_tau=float(chosen))
 
 
 def chart(figure, key: str, clickable: bool = True) -> None:
-    extra = {"on_select": lambda: pick(key), "selection_mode": "points"} if clickable else {}
-    st.plotly_chart(figure, key=key, config={"displayModeBar": False}, **extra)
+    """A chart redrawn in place (:mod:`kieval_app.live_chart`): a τ step updates the charts
+    already drawn instead of building five new ones in the browser."""
+    live_chart(figure, key=key, config={"displayModeBar": False}, on_click=pick if clickable else None)
 
 
 def charts(op) -> None:

@@ -17,7 +17,8 @@ Actions, each repeated ``--repeats`` times (15; 3 with ``--quick``) after a warm
 
 - page switch: a click on a sidebar navigation link, cycling through every page;
   reported per destination page and pooled;
-- slider step: ArrowRight on a focused slider; button rerun: a click on a button;
+- slider step: ArrowRight, then ArrowLeft, in turn, on a focused slider (the row keeps
+  its name "slider step (ArrowRight)"); button rerun: a click on a button;
 - first load on a cold server: the server's start (from spawning ``streamlit run`` until
   its health check answers) plus the opening of the page until the first numbers are
   visible (this app: the value of the first-number metric card; the floor: its table);
@@ -52,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import itertools
 import json
 import re
 import sys
@@ -97,6 +99,9 @@ SROIE_DIR = HERE.parent.parent / "shared" / "data" / "sroie"
 SROIE_GT = "sroie_test_gt.jsonl"
 SROIE_PREDICTIONS = tuple(f"predictions/{name}.jsonl" for name in (
     "aws_textract_analyzeexpense", "gpt4o_vision_themurtez", "claude_haiku_4.5"))
+# The model picked in the sidebar (widget key, option) before the interactions: Claude
+# Haiku gives no confidences (no τ slider), whichever model the upload order puts first.
+SROIE_MODEL = ("model", "aws_textract_analyzeexpense")
 # The document view: documents with a page image and boxes, uploaded with the images box.
 APP_UPLOAD_IMAGES = '[class*="st-key-upload_images_"]'
 VIEW_DOCUMENTS, VIEW_BOXES_PER_SIDE = 20, 100
@@ -249,7 +254,11 @@ def measure_widget(page, target: Target, column: str, results: Results, row: str
         slider.wait_for()
     if slider.count():
         slider.focus()
-        action = lambda: slider.press("ArrowRight")  # noqa: E731
+        # right, left, right...: every press a step (a slider with few steps, SROIE's τ for
+        # Textract, reached its end and a press there started no run); left first at the end
+        at_end = slider.get_attribute("aria-valuenow") == slider.get_attribute("aria-valuemax")
+        keys = itertools.cycle(("ArrowLeft", "ArrowRight") if at_end else ("ArrowRight", "ArrowLeft"))
+        action = lambda: slider.press(next(keys))  # noqa: E731
     else:
         button = widget.get_by_role("button")
         if not button.is_enabled():
@@ -354,8 +363,10 @@ def measure_at_scale(browser, target: Target, results: Results, repeats: int, up
 
 
 def measure_uploaded(browser, target: Target, results: Results, repeats: int, upload_timeout_s: float,
-                     column: str, gt: Path, predictions: list[Path]) -> None:
-    """Upload ``gt`` and ``predictions`` into a fresh server, then the interactions."""
+                     column: str, gt: Path, predictions: list[Path],
+                     model: tuple[str, str] | None = None) -> None:
+    """Upload ``gt`` and ``predictions`` into a fresh server, pick ``model`` (the widget key
+    of the sidebar's model picker, the option), then the interactions."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     with harness.streamlit_server(target.script, target.cwd, target.env) as server:
@@ -393,6 +404,10 @@ def measure_uploaded(browser, target: Target, results: Results, repeats: int, up
             harness.wait_idle(page, TIMEOUT_MS)
             check_caption(page, gt.name, len(predictions))
             log(f"{column}: predictions evaluated")
+            if model is not None:
+                harness.keyed(page, model[0]).click()
+                page.get_by_role("option", name=model[1], exact=True).click()
+                harness.wait_idle(page, TIMEOUT_MS)
             measure_interactions(page, target, column, results, repeats)
         finally:
             close(page)
@@ -639,7 +654,8 @@ def main() -> None:
                         measure_target(browser, app, results, repeats, "sample")
                 if "sroie" in args.only and sroie is not None:
                     with busy.measure("sroie"):
-                        measure_uploaded(browser, app, results, repeats, args.upload_timeout, "sroie", *sroie)
+                        measure_uploaded(browser, app, results, repeats, args.upload_timeout, "sroie", *sroie,
+                                         model=SROIE_MODEL)
                 if "view" in args.only:
                     with busy.measure("view"):
                         measure_document_view(browser, app, results, repeats, "view")

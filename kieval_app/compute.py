@@ -283,13 +283,16 @@ def _peer_work(store: Store, gt: Source, pred: Source, options: AppOptions) -> C
         try:
             gt_set = read_dataset(store, gt, options, "gt", waiting)
             pred_set = read_dataset(store, pred, options, "pred", waiting)
-            return peer_metrics(gt_set, pred_set, options.peer_families, options.peer_options, step,
-                                options.normalizer)
+            figures = peer_metrics(gt_set, pred_set, options.peer_families, options.peer_options, step,
+                                   options.normalizer)
         except TaskCancelled:
             raise
         except Exception as exc:  # kept as the outcome, shown once, never retried in a loop
             problem = f"{type(exc).__name__}: {exc}"
             return Failed(f"{pred.name}: the peer metrics could not be computed ({problem})")
+        if prebuilt.builtin(gt, pred):  # the next server finds them (_scored)
+            prebuilt.keep(_peer_key(gt, pred, options), figures)
+        return figures
 
     return work
 
@@ -395,6 +398,10 @@ def _scored(store: Store, gt: Source, gt_set: Dataset, sources: Sources, options
             peer_key = _peer_key(gt, pred, options)
             held.append(peer_key)
             figures = store.peek(peer_key)
+            if figures is None and prebuilt.builtin(gt, pred):  # a built-in sample's, kept on disk
+                figures = prebuilt.load(peer_key)
+                if figures is not None:
+                    store.put(peer_key, figures)
             if figures is None:
                 pending.append(store.submit(peer_key, name, _peer_work(store, gt, pred, options)))
             elif isinstance(figures, Failed):

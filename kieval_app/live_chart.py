@@ -1,5 +1,5 @@
 """Charts and HTML redrawn in place: the Documents page's parts that change with every
-document.
+document, the Automation page's charts that change with every τ.
 
 ``st.plotly_chart`` gives every new figure a new element, so the browser builds the chart
 anew (``Plotly.newPlot``) each time the figure changes. This Streamlit component (custom
@@ -19,6 +19,7 @@ A click on a point that carries ``customdata`` calls ``on_click`` with that valu
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -72,22 +73,25 @@ def _images_once(layout: dict) -> list[str]:
     return list(sources)
 
 
-def live_chart(figure: go.Figure, *, key: str, revision: str, config: dict[str, Any] | None = None,
-               on_click: Callable[[Any], None] | None = None) -> None:
+def live_chart(figure: go.Figure, *, key: str, revision: str | None = None,
+               config: dict[str, Any] | None = None, on_click: Callable[[Any], None] | None = None) -> None:
     """Draw ``figure`` under ``key``, updating the chart already drawn there.
 
-    ``revision`` names what is shown (the document and page, say); the browser writes it
-    on the chart (``data-drawn``) once drawn, for tests and benchmarks to wait on.
-    ``on_click(customdata)`` runs, as a widget callback, when a point with customdata is
-    clicked.
+    ``revision`` names what is shown (the document and page, say; default: a digest of the
+    figure); the browser writes it on the chart (``data-drawn``) once drawn, for tests and
+    benchmarks to wait on. ``on_click(customdata)`` runs, as a widget callback, when a
+    point with customdata is clicked.
     """
     spec = figure.to_dict()
     # the browser themes the chart from the page; Streamlit's template (colour placeholders
     # its own chart element fills in) would be sent for nothing
     spec["layout"].pop("template", None)
     images = _images_once(spec["layout"])
+    shown = to_json_plotly(spec)
+    if revision is None:
+        revision = hashlib.blake2b(shown.encode(), digest_size=8).hexdigest()
     data = {
-        "figure": to_json_plotly(spec),
+        "figure": shown,
         "images": images,
         "config": {"responsive": True, "displaylogo": False, **(config or {})},
         "src": _serve_plotly_js(),

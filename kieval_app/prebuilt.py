@@ -1,10 +1,12 @@
-"""The built-in samples' reads, scorings and page images, kept on disk between servers.
+"""The built-in samples' reads, scorings, peer metrics and page images, kept on disk between
+servers.
 
 A fresh server's first visitor would otherwise wait while the sample a session opens on is
-read, scored and its page images downscaled: seconds, most of a first visit
-(bench/README.md, "Dashboard latency"). :func:`kept` computes such a piece once and writes
-it under the cache directory (``KIEVAL_CACHE_DIR``, default ``~/.cache/kieval``); every
-later server reads it back.
+read, scored and its page images downscaled (seconds, most of a first visit:
+bench/README.md, "Dashboard latency"), its peer metrics computed in the background beside
+it. :func:`kept` computes such a piece once and writes it under the cache directory
+(``KIEVAL_CACHE_DIR``, default ``~/.cache/kieval``; :func:`keep` and :func:`load` for
+background work); every later server reads it back.
 
 Never stale: the pieces of one version of the code live in a folder named by its
 :func:`fingerprint` (every source file of ``kieval_core`` and ``kieval_app``, the Python
@@ -39,7 +41,7 @@ from .sources import SAMPLES, Source, sample_sources
 
 _LOG = logging.getLogger(__name__)
 T = TypeVar("T")
-#: The distribution whose requirements' versions enter the fingerprint.
+#: The distribution whose requirements' versions (its dashboard extra's too) enter the fingerprint.
 DISTRIBUTION = "kieval-workbench"
 #: The packages whose source enters the fingerprint (what computes and holds the pieces).
 PACKAGES = ("kieval_core", "kieval_app")
@@ -76,12 +78,14 @@ def fingerprint() -> str:
 
 
 def _requirements() -> list[str]:
-    """The names of the libraries :data:`DISTRIBUTION` requires (extras left out)."""
+    """The names of the libraries :data:`DISTRIBUTION` requires, with its ``dashboard``
+    extra (Pillow makes the pages' JPEGs); other extras left out."""
     try:
         required = importlib.metadata.requires(DISTRIBUTION) or []
     except importlib.metadata.PackageNotFoundError:  # a bare checkout: no metadata
         return []
-    names = {re.split(r"[\s;<>=!~\[(]", r, maxsplit=1)[0].lower() for r in required if "extra ==" not in r}
+    names = {re.split(r"[\s;<>=!~\[(]", r, maxsplit=1)[0].lower() for r in required
+             if "extra ==" not in r or 'extra == "dashboard"' in r}
     return sorted(names)
 
 
@@ -105,23 +109,44 @@ def kept(key: Hashable, compute: Callable[[], T]) -> Callable[[], T]:
     written there. Only for the pieces of built-in samples (:func:`builtin`)."""
 
     def load_or_compute() -> T:
-        root = cache_root()
-        if root is None:
-            return compute()
-        name = hashlib.sha256(repr(key).encode()).hexdigest()[:32]
-        path = root / f"samples-{fingerprint()}" / f"{name}.pickle"
-        try:
-            with path.open("rb") as f:
-                return pickle.load(f)
-        except FileNotFoundError:
-            pass
-        except Exception:  # noqa: BLE001 - a damaged file is computed again and replaced
-            _LOG.warning("the cached sample piece %s could not be read: computed again", path, exc_info=True)
-        value = compute()
-        _write(path, value)
+        value = load(key)
+        if value is None:
+            value = compute()
+            keep(key, value)
         return value
 
     return load_or_compute
+
+
+def _path(key: Hashable) -> Path | None:
+    root = cache_root()
+    if root is None:
+        return None
+    name = hashlib.sha256(repr(key).encode()).hexdigest()[:32]
+    return root / f"samples-{fingerprint()}" / f"{name}.pickle"
+
+
+def load(key: Hashable) -> Any:
+    """The piece this code kept under ``key``, or None (none kept, no cache directory, or a
+    file that cannot be read: it is then computed again and replaced)."""
+    path = _path(key)
+    if path is None:
+        return None
+    try:
+        with path.open("rb") as f:
+            return pickle.load(f)
+    except FileNotFoundError:
+        return None
+    except Exception:  # noqa: BLE001 - a damaged file is computed again and replaced
+        _LOG.warning("the cached sample piece %s could not be read: computed again", path, exc_info=True)
+        return None
+
+
+def keep(key: Hashable, value: Any) -> None:
+    """Keep ``value`` under ``key`` for the next servers (nothing without a cache directory)."""
+    path = _path(key)
+    if path is not None:
+        _write(path, value)
 
 
 def _write(path: Path, value: Any) -> None:

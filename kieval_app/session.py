@@ -43,6 +43,7 @@ import contextlib
 import functools
 import os
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -67,6 +68,8 @@ from .serving.store import Store
 from .serving.tuning import SWITCH_INTERVAL_S, idle_bytes
 from .sources import DEFAULT_SAMPLE, AppOptions, Source, Sources, sample_sources, zipped
 
+#: Seconds from the store's creation (a fresh server's first visit) to the fork server's start.
+WARM_AFTER_S = 10.0
 SOURCES, PENDING, REFUSED, MESSAGES, UPLOADER = "sources", "pending", "refused", "messages", "uploader"
 WORKSPACE, DOC, URL, FRESH, MODEL = "workspace", "doc", "url", "fresh", "model"
 ARRIVAL, DELETE_RUN, SAVED = "arrival", "delete_run", "saved"
@@ -79,12 +82,18 @@ def store() -> Store:
     the memory budget of :mod:`kieval_core.limits` its admissions, the heavy loads limit
     how many large reads and scorings run at once); made once, with the process's GIL
     switch interval shortened (:data:`~kieval_app.serving.tuning.SWITCH_INTERVAL_S`), the
-    fork server of the heavy reads started (:mod:`kieval_app.serving.isolation`) and, in a
+    fork server of the heavy reads started :data:`WARM_AFTER_S` later
+    (:mod:`kieval_app.serving.isolation`) and, in a
     server, its full garbage collections skipping what survived the last one
     (:mod:`kieval_app.serving.collector`)."""
     limits = Limits.from_env("app")
     sys.setswitchinterval(SWITCH_INTERVAL_S)  # why: kieval_app.serving.tuning
-    isolation.warm()  # heavy reads run in child processes (compute.read_dataset)
+    # heavy reads run in child processes (compute.read_dataset); their fork server imports
+    # the readers once, started after the first visitor's page rather than beside it (two
+    # cores shared with its browser); a heavy read before then starts it itself
+    warming = threading.Timer(WARM_AFTER_S, isolation.warm)
+    warming.daemon = True
+    warming.start()
     collector = None
     if Runtime.exists() and type(Runtime.instance()) is Runtime:  # a server (AppTest: a stand-in)
         collector = Collector()

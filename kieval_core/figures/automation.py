@@ -10,8 +10,6 @@ still spreads its operating points over the whole axis.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -307,29 +305,14 @@ def cost_figure(curve: pd.DataFrame, tau: float | None, minimum: float | None) -
     return fig
 
 
-def threshold_from_selection(selection: Mapping | None) -> float | None:
-    """The threshold of the point clicked on a figure of this module (None if none).
-
-    Every clickable point carries its threshold as ``customdata[0]`` (the browser sends a
-    row as ``{"0": ..., "1": ...}``).
-
-    >>> threshold_from_selection({"points": [{"x": 0.9, "customdata": [0.61, 3]}]})
-    0.61
-    >>> threshold_from_selection({"points": [{"customdata": {"0": 0.7, "1": 5}}]})
-    0.7
-    >>> threshold_from_selection({"points": []}) is None
-    True
-    """
-    for point in (selection or {}).get("points") or []:
-        value = first_custom_value(point.get("customdata"))
-        if value is not None:
-            return float(value)
-    return None
-
-
 def first_custom_value(data):
-    """``customdata[0]`` of a selected point: a list, a ``{"0": ...}`` object (how the
-    browser serialises a row of a 2-D customdata array) or a scalar."""
+    """``customdata[0]`` of a clicked or selected point (every clickable point of this
+    module carries its threshold there): a list, a ``{"0": ...}`` object (how the browser
+    serialises a row of a 2-D customdata array) or a scalar.
+
+    >>> first_custom_value([0.61, 3]), first_custom_value({"0": 0.7, "1": 5}), first_custom_value([])
+    (0.61, 0.7, None)
+    """
     if isinstance(data, (list, tuple)):
         return data[0] if data else None
     if isinstance(data, dict):

@@ -12,6 +12,7 @@ import pytest
 from test_pages import (
     SAMPLE,
     SROIE_MODELS,
+    charts,
     expand,
     frame_with,
     metric_values,
@@ -54,7 +55,7 @@ def test_every_combination_of_the_controls_runs():
                     at.selectbox(key="auto_scope").set_value(scope).run()
                     _no_exception(at)
                     assert at.session_state["auto_mode"] == mode  # never switched behind the user's back
-                    shown = (len(at.metric), len(at.get("plotly_chart")) >= 5, len(at.get("download_button")))
+                    shown = (len(at.metric), charts(at) >= 5, len(at.get("download_button")))
                     assert shown == (8, True, 1), (review, missing, mode, scope)
                     asked = (mode, scope, review) == ("accuracy", "one", "predictions")
                     assert len(at.selectbox(key="auto_assurance").options if asked else []) == 4 * asked
@@ -134,7 +135,7 @@ def test_consensus_confidences_from_the_loaded_models():
     upload(at, "pred", ("bare.jsonl", _without_confidences(SAMPLE / "sim_llm.jsonl")))
     at.sidebar.selectbox(key="model").set_value("bare").run()
     open_page(at, "automation")
-    assert any("no confidence" in i.value for i in at.info) and not at.get("plotly_chart")
+    assert any("no confidence" in i.value for i in at.info) and not charts(at)
     at.toggle(key="auto_consensus").set_value(True).run()
     _no_exception(at)
     infos = " ".join(unescape(i.value) for i in at.info)
@@ -155,7 +156,7 @@ def test_consensus_confidences_from_the_loaded_models():
     _no_exception(at)
     assert "consensus of 2 models" in " ".join(c.value for c in at.caption)
     assert "own confidences kept" in " ".join(unescape(i.value) for i in at.info)
-    assert len(at.get("plotly_chart")) >= 5  # a threshold to choose now
+    assert charts(at) >= 5  # a threshold to choose now
     at.sidebar.selectbox(key="model").set_value("sim_strong").run()
     expand(at, "auto_calibration_open")
     both = frame_with(at, "confidences", "auroc")

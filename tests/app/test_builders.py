@@ -293,9 +293,10 @@ def test_operating_points_keep_the_ends_and_the_chosen_point(strong):
     assert shown["threshold"].iloc[-1] == curve["threshold"].iloc[-1]
 
 
-def test_threshold_selection():
-    assert automation.threshold_from_selection({"points": [{"customdata": [0.61, 3]}]}) == 0.61
-    assert automation.threshold_from_selection(None) is None
+def test_threshold_of_a_clicked_point():
+    assert automation.first_custom_value([0.61, 3]) == 0.61
+    assert automation.first_custom_value({"0": 0.7, "1": 5}) == 0.7
+    assert automation.first_custom_value(None) is None
 
 
 def test_reliability_diagram_draws_the_mean_confidence_where_a_calibrated_bar_ends(strong):

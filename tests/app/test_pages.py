@@ -183,7 +183,7 @@ def test_the_real_model_sample_reproduces_the_paper():
     assert "real" in name and round(100 * rows[name]["KIEval_Aligned"], 2) == 69.86
     open_page(at, "automation")
     assert any("no confidence" in i.value for i in at.info)
-    assert not at.get("plotly_chart") and not at.get("select_slider")  # nothing made up
+    assert not charts(at) and not at.get("select_slider")  # nothing made up
 
 
 def test_upload_ground_truth_and_predictions_through_the_widgets():

@@ -153,3 +153,23 @@ def test_a_rerun_keeps_its_evaluation_until_files_options_or_peer_figures_change
     joined = compute.build_workspace(store, "s", sample, peers, previous=pending)
     assert joined.result is not pending.result and joined.result.models["simulated-weak"].peer
     assert compute.build_workspace(store, "s", sample, peers, previous=joined).result is joined.result
+
+
+def test_peer_metrics_computed_once_are_there_from_the_start_of_the_next_server(cache, monkeypatch):
+    """The first server computes the sample's peer metrics in the background and keeps them;
+    the next one shows them at once (nothing pending): the figures computed afresh."""
+    sample, options = sample_sources("simulated"), AppOptions(families=("kieval", "oi"))
+    first = compute.build_workspace(Store(), "a", sample, options)
+    assert len(first.pending) == 3
+    for task in first.pending:
+        task.future.result(timeout=120)
+    second = compute.build_workspace(Store(), "b", sample, options)
+    assert not second.pending and not second.problems
+    monkeypatch.setenv(prebuilt.CACHE_DIR, "off")
+    store = Store()
+    fresh = compute.build_workspace(store, "c", sample, options)
+    for task in fresh.pending:
+        task.future.result(timeout=120)
+    fresh = compute.build_workspace(store, "c", sample, options)
+    assert _report(second) == _report(fresh)
+    assert set(second.result.models["simulated-weak"].peer) == {"oi"}
