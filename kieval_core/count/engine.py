@@ -263,7 +263,10 @@ def encode(gt: pd.DataFrame, pred: pd.DataFrame, doc_ids, normalizer: Normalizer
     tv_uniques, tv = np.unique(tv_keys, return_inverse=True)
     grp = both("group").to_numpy(np.int64)
     conf = both("confidence").to_numpy(np.float64)
-    content = dense_rank(np.nan_to_num(conf, nan=-1.0), tv)
+    confidence_key = np.nan_to_num(conf, nan=-1.0)
+    # without confidences (or with one for all) the content rank is the dense tv code itself
+    constant = not len(conf) or bool((confidence_key == confidence_key[0]).all())
+    content = tv.astype(np.int64) if constant else dense_rank(confidence_key, tv)
     vocab = Vocabulary(doc_index, pd.Index(gtype_names, dtype=object), pd.Index(etype_names, dtype=object),
                        comparable, tv_uniques % max(len(comparable), 1), normalised,
                        max(int(grp.max(initial=-1)) + 2, 1))
