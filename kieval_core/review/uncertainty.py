@@ -456,7 +456,8 @@ class _Bounds:
     the counts are whole numbers, exact in float64 whatever the order of their sums. A
     quantile only reads the order statistics at and after ``quantile * (resamples - 1)``:
     only the ``keep`` smallest accuracies per threshold are kept from one chunk to the next
-    (the others read as +inf), so one pass holds every threshold of a usual search.
+    (the others read as +inf), so one pass holds every threshold of a usual search; the
+    quantile itself is taken only at the thresholds the bisection reads.
     """
 
     chunk = 50  # resamples drawn at once
@@ -470,12 +471,14 @@ class _Bounds:
         self.batch = max(2, _CELLS // (self.keep + self.chunk))  # thresholds of one pass
         model = sorted_.model
         self.wrong = np.bincount(model.doc, weights=model.wrong, minlength=model.n_documents)
-        self.known: dict[int, float] = {}
+        self.known: dict[int, np.ndarray] = {}  # per threshold, the ``keep`` smallest accuracies
 
     def __call__(self, i: int) -> float:
         if i not in self.known:
             self.fill(i)
-        return self.known[i]
+        padded = np.full(self.resamples, np.inf)
+        padded[:self.keep] = self.known[i]
+        return float(np.quantile(padded, self.quantile))
 
     def fill(self, i: int, beside: list = ()) -> None:
         """Compute the bound at ``i`` and its batch in one pass, which the passes ``beside``
@@ -510,13 +513,7 @@ class _BoundsPass:
             self.smallest = np.partition(self.smallest, keep - 1, axis=0)[:keep]
 
     def finish(self) -> None:
-        bounds, batch = self.bounds, self.batch
-        step = max(1, _CELLS // bounds.resamples)
-        for begin in range(0, len(batch), step):
-            padded = np.full((bounds.resamples, min(step, len(batch) - begin)), np.inf)
-            padded[:bounds.keep] = self.smallest[:, begin:begin + step]
-            found = np.quantile(padded, bounds.quantile, axis=0)
-            bounds.known.update(zip(batch[begin:begin + step].tolist(), found.tolist(), strict=True))
+        self.bounds.known.update(zip(self.batch.tolist(), self.smallest.T, strict=True))
 
 
 def _first_reaching(bound, first: int, last: int, at_first: float, at_last: float, target: float
