@@ -74,19 +74,18 @@ class _Below:
     def at(self, weights: np.ndarray, at: np.ndarray) -> np.ndarray:
         """Per resample (row of ``weights``), the weighted count below each threshold
         (``at``, ascending: how many distinct confidences lie below it); one column per
-        threshold. The predictions between two thresholds are summed, then those sums."""
+        threshold, read from the running sum over the predictions in confidence order."""
         ends = np.searchsorted(self.column, at, side="left")
-        starts = np.concatenate([[0], ends[:-1]])
-        filled = np.flatnonzero(ends > starts)
         out = np.zeros((len(weights), len(at)))
-        if not len(filled):
+        last = int(ends[-1]) if len(ends) else 0
+        if not last:
             return out
-        last = int(ends[-1])
-        step = max(1, _CELLS // max(last, 1))
+        some = ends > 0
+        step = max(1, _CELLS // last)
         for start in range(0, len(weights), step):
-            part = weights[start:start + step, self.doc[:last]]
-            out[start:start + step, filled] = np.add.reduceat(part, starts[filled], axis=1)
-        return np.cumsum(out, axis=1)
+            running = np.cumsum(weights[start:start + step, self.doc[:last]], axis=1)
+            out[start:start + step, some] = running[:, ends[some] - 1]
+        return out
 
     def onwards(self, weights: np.ndarray, known: np.ndarray, start: np.ndarray, at: np.ndarray
                 ) -> np.ndarray:
@@ -502,18 +501,19 @@ class _BoundsPass:
     def __init__(self, bounds: _Bounds, batch: np.ndarray) -> None:
         self.bounds, self.batch = bounds, batch
         self.columns = bounds.sorted.below(bounds.taus[batch])
-        self.smallest = np.zeros((0, len(batch)))
+        self.smallest = np.zeros((len(batch), 0))
 
     def add(self, weights: np.ndarray, tp: np.ndarray, addition: np.ndarray, gained: np.ndarray,
             deleted: np.ndarray) -> None:
         keep = self.bounds.keep
         accuracy = _accuracy(tp, addition, _weighted(weights, self.bounds.wrong), gained, deleted)
-        self.smallest = np.concatenate([self.smallest, accuracy])
-        if len(self.smallest) > keep:
-            self.smallest = np.partition(self.smallest, keep - 1, axis=0)[:keep]
+        # one row per threshold: the partition runs along contiguous memory
+        self.smallest = np.concatenate([self.smallest, accuracy.T], axis=1)
+        if self.smallest.shape[1] > keep:
+            self.smallest = np.partition(self.smallest, keep - 1, axis=1)[:, :keep]
 
     def finish(self) -> None:
-        self.bounds.known.update(zip(self.batch.tolist(), self.smallest.T, strict=True))
+        self.bounds.known.update(zip(self.batch.tolist(), self.smallest, strict=True))
 
 
 def _first_reaching(bound, first: int, last: int, at_first: float, at_last: float, target: float
