@@ -117,6 +117,24 @@ def corpus(draw, models: int = 1):
 COSTS = Costs(per_review=1.5, per_document=4.0, substitution=10.0, addition=20.0, deletion=7.0)
 
 
+@settings(max_examples=60, deadline=None)
+@given(corpus())
+def test_every_type_from_one_sort_equals_each_type_alone(data):
+    """by_type (one sort for every per-type table) gives each type's model as of_type
+    does, array for array, and the indexes of its predictions."""
+    gt, (pred,) = data
+    review = _model(gt, pred).review
+    parts, rows = review.by_type()
+    assert len(parts) == len(rows) == len(review.entity_types)
+    for code, (part, mine) in enumerate(zip(parts, rows, strict=True)):
+        alone = review.of_type(code)
+        assert part.entity_types == alone.entity_types and part.doc_ids == alone.doc_ids
+        for key in ("confidence", "has_confidence", "doc", "entity_type", "wrong", "gain", "cell", "copies",
+                    "base_type", "base_doc", "base_tp", "base_addition"):
+            assert np.array_equal(getattr(part, key), getattr(alone, key)), key
+        assert mine.tolist() == np.flatnonzero(review.entity_type == code).tolist()
+
+
 @pytest.mark.slow
 @settings(max_examples=75, deadline=None)
 @given(corpus())

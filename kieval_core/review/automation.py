@@ -269,6 +269,26 @@ class ReviewModel:
             base_tp=self.base_tp[base], base_addition=self.base_addition[base],
         )
 
+    def by_type(self) -> tuple[list[ReviewModel], list[np.ndarray]]:
+        """:meth:`of_type` of every entity type, in the order of ``entity_types``, from one
+        sort; and per type the indexes of its predictions in this model (its part of any
+        per-prediction array)."""
+        order = np.argsort(self.entity_type, kind="stable")
+        codes = np.arange(len(self.entity_types) + 1)
+        ends = np.searchsorted(self.entity_type[order], codes)
+        base_order = np.argsort(self.base_type, kind="stable")
+        base_ends = np.searchsorted(self.base_type[base_order], codes)
+        arrays = {k: getattr(self, k)[order] for k in PREDICTION_ARRAYS if k != "entity_type"}
+        base = {k: getattr(self, k)[base_order] for k in ("base_doc", "base_tp", "base_addition")}
+        parts = []
+        for code, name in enumerate(self.entity_types):
+            rows, base_rows = slice(ends[code], ends[code + 1]), slice(base_ends[code], base_ends[code + 1])
+            parts.append(ReviewModel(
+                **{k: v[rows] for k, v in arrays.items()}, **{k: v[base_rows] for k, v in base.items()},
+                entity_type=np.zeros(rows.stop - rows.start, np.int64), doc_ids=self.doc_ids,
+                entity_types=(name,), base_type=np.zeros(base_rows.stop - base_rows.start, np.int64)))
+        return parts, [order[ends[code]:ends[code + 1]] for code in range(len(self.entity_types))]
+
     def with_confidence(self, confidence: np.ndarray, has_confidence: np.ndarray) -> ReviewModel:
         """The same predictions reviewed by other confidences (one per prediction, in this
         model's order). Counts stay as they are; what follows the confidences follows them:
@@ -564,8 +584,7 @@ def review_documents_by_entity_type(model: ReviewModel, limits: np.ndarray) -> p
     opened = np.zeros(model.n_documents, bool)
     opened[model.doc[model.confidence < limits]] = True  # a document opened by any field opens every field
     rows = []
-    for code, name in enumerate(model.entity_types):
-        part = model.of_type(code)
+    for name, part in zip(model.entity_types, model.by_type()[0], strict=True):
         inside, base_inside = opened[part.doc], opened[part.base_doc]
         substitution = int((part.gain & ~inside).sum())
         deletion = int((part.wrong & ~part.gain & ~inside).sum())
@@ -645,9 +664,8 @@ def review_by_entity_type(model: ReviewModel, threshold: float | Mapping[str, fl
         check_threshold("threshold", threshold, model.entity_types)
     limits = model.thresholds_of(threshold)
     rows = []
-    for code, name in enumerate(model.entity_types):
-        part = model.of_type(code)
-        point = _point(part, part.confidence < limits[model.entity_type == code], Costs())
+    for name, part, mine in zip(model.entity_types, *model.by_type(), strict=True):
+        point = _point(part, part.confidence < limits[mine], Costs())
         rows.append({"entity_type": name, "predictions": point.predictions, "reviewed": point.reviewed,
                      "fixed": point.substituted_by_review, "substitution": point.substitution,
                      "addition": point.addition, "deletion": point.deletion, "errors_left": point.errors_left,
@@ -736,8 +754,8 @@ def point_at(curve: pd.DataFrame, threshold: float) -> pd.Series:
 
 def curves_by_entity_type(model: ReviewModel) -> pd.DataFrame:
     """One curve per entity type (the review model decomposes by entity type)."""
-    frames = [automation_curve(model.of_type(code)).assign(entity_type=name)
-              for code, name in enumerate(model.entity_types) if (model.entity_type == code).any()]
+    parts = zip(model.entity_types, model.by_type()[0], strict=True)
+    frames = [automation_curve(part).assign(entity_type=name) for name, part in parts if part.n_predictions]
     columns = ["entity_type", *CURVE_COLUMNS]
     return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
 
