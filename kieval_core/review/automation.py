@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -324,6 +325,17 @@ class ReviewModel:
             return self
         return self.with_confidence(confidence, self.has_confidence)
 
+    @cached_property
+    def by_confidence(self) -> np.ndarray:
+        """The predictions' indexes in confidence order (a stable sort), sorted once per
+        model for its curve, its thresholds and its bootstrap."""
+        return np.argsort(self.confidence, kind="stable")
+
+    @cached_property
+    def taus(self) -> np.ndarray:
+        """:func:`thresholds` of the confidences, read off their sorted order."""
+        return thresholds(self.confidence, self.confidence[self.by_confidence])
+
     # --- per document -----------------------------------------------------------------
 
     def per_document(self, values: np.ndarray) -> np.ndarray:
@@ -615,7 +627,7 @@ def document_review_curve(model: ReviewModel, costs: Costs = Costs()) -> pd.Data
     sorting documents by that confidence makes every figure a cumulative sum.
     """
     check_instance("costs", costs, Costs)
-    taus = thresholds(model.confidence)
+    taus = model.taus
     n_docs, n = model.n_documents, model.n_predictions
     least = np.full(n_docs, np.inf)
     np.minimum.at(least, model.doc, model.confidence)
@@ -679,13 +691,22 @@ CURVE_COLUMNS = ["threshold", "auto_rate", "kieval_aligned", "reviewed", "substi
                  "deletion", "straight_through_rate", "document_accuracy", "opened_documents"]
 
 
-def thresholds(confidence: np.ndarray) -> np.ndarray:
+def thresholds(confidence: np.ndarray, ordered: np.ndarray | None = None) -> np.ndarray:
     """0, every distinct confidence, and just above the largest (SPEC 4); a missing
-    confidence reviewed at every threshold (-inf) is no threshold of its own.
+    confidence reviewed at every threshold (-inf) is no threshold of its own. ``ordered``,
+    the confidences sorted, spares the sort (unless one is 0, whose sign the sort picks).
 
     >>> thresholds(np.array([0.5, 0.2, 0.5, -np.inf])).tolist()
     [0.0, 0.2, 0.5, 0.5000000000000001]
+    >>> thresholds(np.array([0.5, 0.2, 0.5, -np.inf]), np.array([-np.inf, 0.2, 0.5, 0.5])).tolist()
+    [0.0, 0.2, 0.5, 0.5000000000000001]
     """
+    if ordered is not None:
+        finite = ordered[np.isfinite(ordered)]
+        if len(finite) and not (finite == 0).any():
+            distinct = finite[np.concatenate([[True], finite[1:] != finite[:-1]])]
+            zero, end = int(np.searchsorted(distinct, 0.0)), np.nextafter(distinct[-1], np.inf)
+            return np.concatenate([distinct[:zero], [0.0], distinct[zero:], [end]])
     confidence = confidence[np.isfinite(confidence)]
     ends = [np.nextafter(confidence.max(), np.inf)] if len(confidence) else []
     return np.unique(np.concatenate([[0.0], confidence, ends]))
@@ -696,9 +717,9 @@ def automation_curve(model: ReviewModel) -> pd.DataFrame:
     rate, accuracy after review, reviews, errors left by kind) and document level
     (straight-through rate, document accuracy, documents opened)."""
     conf = model.confidence
-    order = np.argsort(conf, kind="stable")
+    order = model.by_confidence
     ordered = conf[order]
-    taus = thresholds(conf)
+    taus = model.taus
     reviewed = np.searchsorted(ordered, taus, side="left")
     cum_wrong = np.concatenate([[0], np.cumsum(model.wrong[order])])[reviewed]
     cum_gain = np.concatenate([[0], np.cumsum(model.gain[order])])[reviewed]

@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..exceptions import KievalOptionError
 from ..validation import check_int, check_length, check_share
-from .automation import ReviewModel, automation_curve, recommend, review_at, thresholds
+from .automation import ReviewModel, automation_curve, recommend, review_at
 
 
 @dataclass(frozen=True)
@@ -181,7 +181,7 @@ class _Sorted:
 
     def __init__(self, model: ReviewModel) -> None:
         self.model = model
-        order = np.argsort(model.confidence, kind="stable")
+        order = model.by_confidence
         ordered = model.confidence[order]
         first_of_value = np.concatenate([[True], ordered[1:] != ordered[:-1]])[:len(ordered)]
         column = np.cumsum(first_of_value) - 1  # rank among the distinct confidences, in confidence order
@@ -218,7 +218,7 @@ class _BootstrapPass:
     def __init__(self, sorted_: _Sorted, target: float, band_points: int) -> None:
         model = sorted_.model
         self.sorted, self.target = sorted_, target
-        self.taus = taus = thresholds(model.confidence)
+        self.taus = taus = model.taus
         self.at = sorted_.below(taus)
         self.per_doc = np.bincount(model.doc, minlength=model.n_documents)
         self.shown = np.unique(np.linspace(0, len(taus) - 1, min(band_points, len(taus))).round().astype(int))
