@@ -7,9 +7,12 @@ menu groups) as long CSV, then times, in the same run:
 * the CLI run end to end (``python -m kieval_core.cli evaluate ... --json``).
 
 Prints the ratios to two baselines (default dtypes, and every column as text as the
-loader reads it) and the memory peak of the CLI run. Usage::
+loader reads it) and the memory peak of the CLI run. With ``--rounds N`` (and
+``--before LABEL=DIR``, repeatable), the text read and each checkout's evaluation are
+run round after round instead, each a fresh child process, and the table gives CPU and
+wall medians (``bench_nested_json.end_to_end``; the files are kept between runs). Usage::
 
-    python bench/bench_core.py [--docs 65000] [--out bench/out]
+    python bench/bench_core.py [--docs 65000] [--out bench/out] [--rounds 3 --before LABEL=DIR ...]
 """
 
 from __future__ import annotations
@@ -82,17 +85,37 @@ def generate(n_docs: int, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
     return gt, pred
 
 
+TEXT_READ_LABEL = "bare `pandas.read_csv(dtype=str, keep_default_na=False)` of both files"
+TEXT_READ = """
+import sys
+import pandas as pd
+for name in sys.argv[1:]:
+    pd.read_csv(name, dtype=str, keep_default_na=False)
+"""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=65000)
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "out")
+    parser.add_argument("--rounds", type=int, default=0, help="interleaved rounds against the text read")
+    parser.add_argument("--before", action="append", default=[], metavar="LABEL=DIR",
+                        help="with --rounds: a checkout of the code before a change (repeatable)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    gt_path, pred_path = args.out / "gt.csv", args.out / "pred.csv"
-    gt, pred = generate(args.docs)
-    gt.to_csv(gt_path, index=False)
-    pred.to_csv(pred_path, index=False)
-    print(f"documents {args.docs}, GT entities {len(gt)}, predicted entities {len(pred)}")
+    gt_path, pred_path = args.out / f"gt_{args.docs}.csv", args.out / f"pred_{args.docs}.csv"
+    if not (args.rounds and gt_path.exists() and pred_path.exists()):
+        gt, pred = generate(args.docs)
+        gt.to_csv(gt_path, index=False)
+        pred.to_csv(pred_path, index=False)
+        print(f"documents {args.docs}, GT entities {len(gt)}, predicted entities {len(pred)}")
+    if args.rounds:
+        from bench_nested_json import end_to_end
+
+        before = [(label, Path(path)) for label, _, path in (b.partition("=") for b in args.before)]
+        end_to_end(gt_path, pred_path, args.out, args.rounds, before, TEXT_READ_LABEL, TEXT_READ,
+                   ("--metrics", "kieval"))
+        return
 
     def read_time(**options) -> float:
         start = time.perf_counter()

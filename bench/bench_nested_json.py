@@ -74,14 +74,18 @@ def child(command: list[str], source: Path | None = None) -> tuple[float, float]
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def end_to_end(gt: Path, pred: Path, out: Path, runs: int, before: list[tuple[str, Path]]) -> None:
+def end_to_end(gt: Path, pred: Path, out: Path, runs: int, before: list[tuple[str, Path]],
+               parse: str = "bare `json.loads` of every line of both files", code: str = PARSE,
+               options: tuple[str, ...] = ()) -> None:
+    """Round after round, ``code`` (the bare parse of both files, named ``parse``) and
+    ``kieval evaluate ... OPTIONS --json`` of each checkout, each a fresh child process;
+    the table of medians (the bench of the long CSV uses it too)."""
     def evaluate(report: Path) -> list[str]:
         return [sys.executable, "-m", "kieval_core.cli", "evaluate", "--gt", str(gt), "--pred", str(pred),
-                "--json", str(report)]
+                *options, "--json", str(report)]
 
-    parse = "bare `json.loads` of every line of both files"
     commands: dict[str, tuple[list[str], Path | None]] = {
-        parse: ([sys.executable, "-c", PARSE, str(gt), str(pred)], None)}
+        parse: ([sys.executable, "-c", code, str(gt), str(pred)], None)}
     for k, (label, source) in enumerate(before):
         commands[label] = (evaluate(out / f"report_before_{k}.json"), source.resolve())
     commands["after (this checkout)"] = (evaluate(out / "report_after.json"), None)

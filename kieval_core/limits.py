@@ -216,11 +216,15 @@ class Limits:
         """Refuse ``amount`` (bytes, or rows for ``rows``, or a ratio) above the limit
         ``field``; ``what`` says what was measured ("uncompressed", "rows in the footer"),
         ``where`` the place in the file (a document), when there is one."""
-        limit = getattr(self, field)
-        spec = SPECS[field]
-        scale = MIB if spec.unit == "MiB" else 1
-        if amount > limit * scale:
-            raise LimitExceeded(source, spec, f"{_shown(amount / scale, spec)} {what}", limit, where)
+        if self.above(field, amount):
+            spec = SPECS[field]
+            scale = MIB if spec.unit == "MiB" else 1
+            raise LimitExceeded(source, spec, f"{_shown(amount / scale, spec)} {what}", getattr(self, field),
+                                where)
+
+    def above(self, field: str, amount: float) -> bool:
+        """Whether ``amount`` is above the limit ``field`` (what :meth:`check` refuses)."""
+        return amount > getattr(self, field) * (MIB if SPECS[field].unit == "MiB" else 1)
 
     def check_memory(self, cost: int, source: str) -> None:
         """Refuse a load whose estimated memory (:func:`load_cost`) exceeds the budget."""

@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -219,3 +220,19 @@ def test_many_values_of_one_type_in_one_group_are_refused_by_name(tmp_path):
     path.write_text(json.dumps(grouped) + "\n")
     with pytest.raises(LimitExceeded, match="3 values of 'menu.sub.nm' in one 'menu' group"):
         load(path, LoadOptions(limits=replace(Limits.defaults("cli"), values_per_group=1)))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["d1", "d2", None]), st.sampled_from(["", "menu", None]),
+                          st.integers(-1, 3), st.sampled_from(["a", "b", None])), min_size=1, max_size=40),
+       st.booleans())
+def test_the_most_values_of_a_cell_equal_the_groupby_that_names_them(rows, categorical):
+    """The packed integer key counts what the groupby of the limit's message counts (rows
+    with a missing key left out), whether the columns are text or categorical."""
+    from kieval_core.read.formats import _most_values_per_cell
+
+    frame = pd.DataFrame(rows, columns=["doc_id", "group_type", "group", "entity_type"])
+    if categorical:
+        frame = frame.astype({c: "category" for c in ("doc_id", "group_type", "entity_type")})
+    sizes = frame.groupby(["doc_id", "group_type", "group", "entity_type"], sort=False, observed=True).size()
+    assert _most_values_per_cell(frame) == (int(sizes.max()) if len(sizes) else None)

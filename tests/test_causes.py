@@ -22,6 +22,7 @@ from kieval_core.cli import main
 from kieval_core.count.causes import (
     CAUSE_COLUMNS,
     CAUSES_OF_KIND,
+    coded_date_orders,
     dense_codes,
     field_date_orders,
     fixing_comparators,
@@ -633,3 +634,15 @@ def test_dense_codes_rank_rows_lexicographically(rows, k):
     columns = [np.array([r[j] for r in rows], np.int64) for j in range(width)]
     rank = {row: i for i, row in enumerate(sorted(set(rows)))}
     assert dense_codes(*columns).tolist() == [rank[r] for r in rows]
+
+
+def test_date_orders_of_codes_equal_those_of_the_strings():
+    """The engine passes value and type codes (each pair counted once): the same orders as
+    the strings (a: dmy and mdy values, contradicted; b: ISO, which decides nothing, and mdy)."""
+    types = np.array([0, 0, 0, 1, 1, 1])
+    codes = np.array([0, 1, 1, 2, 2, 0])
+    distinct = np.array(["12/25/2018", "25/12/2018", "2019-02-01"], dtype=object)
+    names = np.array(["a", "b"], dtype=object)
+    expected = field_date_orders(names[types], distinct[codes], ["a", "b", "c"])
+    assert coded_date_orders(types, codes, names, distinct, ["a", "b", "c"]) == expected == {
+        "a": -1, "b": 1, "c": -1}

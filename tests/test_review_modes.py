@@ -26,6 +26,7 @@ from kieval_core.review.automation import (
     point_at,
     recommend,
     review_documents_with,
+    thresholds,
 )
 from kieval_core.review.field_thresholds import per_field_thresholds
 
@@ -115,6 +116,36 @@ def corpus(draw, models: int = 1):
 
 
 COSTS = Costs(per_review=1.5, per_document=4.0, substitution=10.0, addition=20.0, deletion=7.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([0.0, -0.0, 0.25, 0.5, 0.5000000000000001, 1.0, -np.inf, 1e-300]),
+                max_size=12))
+def test_thresholds_read_off_the_sorted_confidences_equal_a_sort_of_their_own(values):
+    """The model's thresholds come from its one sort of the confidences: the same array,
+    bit for bit (a 0 of either sign falls back to the sort, which picks its sign)."""
+    confidence = np.array(values, np.float64)
+    ordered = confidence[np.argsort(confidence, kind="stable")]
+    own = thresholds(confidence)
+    assert thresholds(confidence, ordered).tobytes() == own.tobytes()
+
+
+@settings(max_examples=60, deadline=None)
+@given(corpus())
+def test_every_type_from_one_sort_equals_each_type_alone(data):
+    """by_type (one sort for every per-type table) gives each type's model as of_type
+    does, array for array, and the indexes of its predictions."""
+    gt, (pred,) = data
+    review = _model(gt, pred).review
+    parts, rows = review.by_type()
+    assert len(parts) == len(rows) == len(review.entity_types)
+    for code, (part, mine) in enumerate(zip(parts, rows, strict=True)):
+        alone = review.of_type(code)
+        assert part.entity_types == alone.entity_types and part.doc_ids == alone.doc_ids
+        for key in ("confidence", "has_confidence", "doc", "entity_type", "wrong", "gain", "cell", "copies",
+                    "base_type", "base_doc", "base_tp", "base_addition"):
+            assert np.array_equal(getattr(part, key), getattr(alone, key)), key
+        assert mine.tolist() == np.flatnonzero(review.entity_type == code).tolist()
 
 
 @pytest.mark.slow

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from .comparators import FORMAT_COMPARATORS, canonicalise, date_order, date_readings
+from .comparators import FORMAT_COMPARATORS, canonicalise, date_counts, date_readings
 from .similarity import near_misses
 
 #: Every cause, in the order of the ``cause`` categorical.
@@ -117,12 +117,27 @@ def field_date_orders(entity_types: Sequence[str], values: Sequence[str], wanted
     ...                   "12/25/2018", "25/12/2018"], ["d", "e", "f"])
     {'d': 0, 'e': -1, 'f': -1}
     """
-    frame = pd.DataFrame({"type": np.asarray(entity_types, dtype=object),
-                          "value": np.asarray(values, dtype=object)})
-    frame = frame[frame["type"].isin(list(wanted)).to_numpy()]
+    types, type_names = pd.factorize(np.asarray(entity_types, dtype=object))
+    codes, distinct = pd.factorize(np.asarray(values, dtype=object))
+    return coded_date_orders(types, codes, np.asarray(type_names, dtype=object),
+                             np.asarray(distinct, dtype=object), wanted)
+
+
+def coded_date_orders(types: np.ndarray, codes: np.ndarray, type_names: np.ndarray, distinct: np.ndarray,
+                      wanted: Sequence[str]) -> dict[str, int]:
+    """:func:`field_date_orders` of entities given as codes (``types`` into ``type_names``,
+    ``codes`` into the distinct values ``distinct``): each (type, value) pair is counted
+    once, with its number of entities."""
+    width = max(len(distinct), 1)
+    pairs, weight = np.unique(np.asarray(types, np.int64) * width + codes, return_counts=True)
+    of_type = pairs // width
     orders = {t: -1 for t in wanted}
-    for entity_type, rows in frame.groupby("type", sort=True):  # one call per field, not per value
-        orders[entity_type] = order_code(date_order(rows["value"].to_numpy(object)).order)
+    for code, entity_type in enumerate(type_names.tolist()):  # one call per field, not per value
+        if entity_type in orders:
+            mine = of_type == code
+            if mine.any():
+                counted = date_counts(distinct[pairs[mine] % width], weight[mine])
+                orders[entity_type] = order_code(counted.order().order)
     return orders
 
 

@@ -375,11 +375,15 @@ class DateCounts:
         return DateOrder(order, self.values, self.dates, self.deciding, self.fits)
 
 
-def date_counts(values: Sequence[str]) -> DateCounts:
+def date_counts(values: Sequence[str], weight: np.ndarray | None = None) -> DateCounts:
     """The :class:`DateCounts` of one field's normalised ground-truth values (each distinct
-    value read once)."""
-    codes, uniques = pd.factorize(np.asarray(values, dtype=object))
-    weight = np.bincount(codes[codes >= 0], minlength=len(uniques))
+    value read once); with ``weight``, the values are distinct and each stands for that
+    many."""
+    if weight is None:
+        codes, uniques = pd.factorize(np.asarray(values, dtype=object))
+        weight, total = np.bincount(codes[codes >= 0], minlength=len(uniques)), len(codes)
+    else:
+        uniques, total = values, int(weight.sum())
     readings = _readings(uniques)
     found = readings != None  # noqa: E711 - elementwise over an object matrix
     is_date = found.any(axis=1)
@@ -388,7 +392,7 @@ def date_counts(values: Sequence[str]) -> DateCounts:
     deciding = unambiguous & ~found.all(axis=1)
     fits = tuple(int(n) for n in (found[deciding] * weight[deciding, None]).sum(axis=0))
     misfits = tuple(int(n) for n in (~found[unambiguous]).sum(axis=0))
-    return DateCounts(len(codes), int(weight[is_date].sum()), int(weight[deciding].sum()), fits,
+    return DateCounts(total, int(weight[is_date].sum()), int(weight[deciding].sum()), fits,
                       int(unambiguous.sum()), misfits)
 
 

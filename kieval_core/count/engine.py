@@ -44,7 +44,7 @@ from .causes import (
     HALLUCINATED,
     MISPLACED,
     MISSED,
-    field_date_orders,
+    coded_date_orders,
     has_digit,
     held_elsewhere,
     substitution_cause_codes,
@@ -690,7 +690,8 @@ def date_orders(g: Side, etypes: np.ndarray, vocab: Vocabulary, normalizer: Norm
     names = list(vocab.etypes[wanted])
     if gt_orders is None:
         rows = np.isin(g.etype, wanted)
-        found = field_date_orders(vocab.etypes[g.etype[rows]], vocab.normalised[g.norm[rows]], names)
+        found = coded_date_orders(g.etype[rows], g.norm[rows], np.asarray(vocab.etypes, dtype=object),
+                                  np.asarray(vocab.normalised, dtype=object), names)
     else:
         found = {name: gt_orders.get(name, -1) for name in names}
     declared = normalizer.comparator_of(names)

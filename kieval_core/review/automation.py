@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -269,6 +270,26 @@ class ReviewModel:
             base_tp=self.base_tp[base], base_addition=self.base_addition[base],
         )
 
+    def by_type(self) -> tuple[list[ReviewModel], list[np.ndarray]]:
+        """:meth:`of_type` of every entity type, in the order of ``entity_types``, from one
+        sort; and per type the indexes of its predictions in this model (its part of any
+        per-prediction array)."""
+        order = np.argsort(self.entity_type, kind="stable")
+        codes = np.arange(len(self.entity_types) + 1)
+        ends = np.searchsorted(self.entity_type[order], codes)
+        base_order = np.argsort(self.base_type, kind="stable")
+        base_ends = np.searchsorted(self.base_type[base_order], codes)
+        arrays = {k: getattr(self, k)[order] for k in PREDICTION_ARRAYS if k != "entity_type"}
+        base = {k: getattr(self, k)[base_order] for k in ("base_doc", "base_tp", "base_addition")}
+        parts = []
+        for code, name in enumerate(self.entity_types):
+            rows, base_rows = slice(ends[code], ends[code + 1]), slice(base_ends[code], base_ends[code + 1])
+            parts.append(ReviewModel(
+                **{k: v[rows] for k, v in arrays.items()}, **{k: v[base_rows] for k, v in base.items()},
+                entity_type=np.zeros(rows.stop - rows.start, np.int64), doc_ids=self.doc_ids,
+                entity_types=(name,), base_type=np.zeros(base_rows.stop - base_rows.start, np.int64)))
+        return parts, [order[ends[code]:ends[code + 1]] for code in range(len(self.entity_types))]
+
     def with_confidence(self, confidence: np.ndarray, has_confidence: np.ndarray) -> ReviewModel:
         """The same predictions reviewed by other confidences (one per prediction, in this
         model's order). Counts stay as they are; what follows the confidences follows them:
@@ -303,6 +324,17 @@ class ReviewModel:
         if np.array_equal(confidence, self.confidence):
             return self
         return self.with_confidence(confidence, self.has_confidence)
+
+    @cached_property
+    def by_confidence(self) -> np.ndarray:
+        """The predictions' indexes in confidence order (a stable sort), sorted once per
+        model for its curve, its thresholds and its bootstrap."""
+        return np.argsort(self.confidence, kind="stable")
+
+    @cached_property
+    def taus(self) -> np.ndarray:
+        """:func:`thresholds` of the confidences, read off their sorted order."""
+        return thresholds(self.confidence, self.confidence[self.by_confidence])
 
     # --- per document -----------------------------------------------------------------
 
@@ -564,8 +596,7 @@ def review_documents_by_entity_type(model: ReviewModel, limits: np.ndarray) -> p
     opened = np.zeros(model.n_documents, bool)
     opened[model.doc[model.confidence < limits]] = True  # a document opened by any field opens every field
     rows = []
-    for code, name in enumerate(model.entity_types):
-        part = model.of_type(code)
+    for name, part in zip(model.entity_types, model.by_type()[0], strict=True):
         inside, base_inside = opened[part.doc], opened[part.base_doc]
         substitution = int((part.gain & ~inside).sum())
         deletion = int((part.wrong & ~part.gain & ~inside).sum())
@@ -596,7 +627,7 @@ def document_review_curve(model: ReviewModel, costs: Costs = Costs()) -> pd.Data
     sorting documents by that confidence makes every figure a cumulative sum.
     """
     check_instance("costs", costs, Costs)
-    taus = thresholds(model.confidence)
+    taus = model.taus
     n_docs, n = model.n_documents, model.n_predictions
     least = np.full(n_docs, np.inf)
     np.minimum.at(least, model.doc, model.confidence)
@@ -645,9 +676,8 @@ def review_by_entity_type(model: ReviewModel, threshold: float | Mapping[str, fl
         check_threshold("threshold", threshold, model.entity_types)
     limits = model.thresholds_of(threshold)
     rows = []
-    for code, name in enumerate(model.entity_types):
-        part = model.of_type(code)
-        point = _point(part, part.confidence < limits[model.entity_type == code], Costs())
+    for name, part, mine in zip(model.entity_types, *model.by_type(), strict=True):
+        point = _point(part, part.confidence < limits[mine], Costs())
         rows.append({"entity_type": name, "predictions": point.predictions, "reviewed": point.reviewed,
                      "fixed": point.substituted_by_review, "substitution": point.substitution,
                      "addition": point.addition, "deletion": point.deletion, "errors_left": point.errors_left,
@@ -661,13 +691,22 @@ CURVE_COLUMNS = ["threshold", "auto_rate", "kieval_aligned", "reviewed", "substi
                  "deletion", "straight_through_rate", "document_accuracy", "opened_documents"]
 
 
-def thresholds(confidence: np.ndarray) -> np.ndarray:
+def thresholds(confidence: np.ndarray, ordered: np.ndarray | None = None) -> np.ndarray:
     """0, every distinct confidence, and just above the largest (SPEC 4); a missing
-    confidence reviewed at every threshold (-inf) is no threshold of its own.
+    confidence reviewed at every threshold (-inf) is no threshold of its own. ``ordered``,
+    the confidences sorted, spares the sort (unless one is 0, whose sign the sort picks).
 
     >>> thresholds(np.array([0.5, 0.2, 0.5, -np.inf])).tolist()
     [0.0, 0.2, 0.5, 0.5000000000000001]
+    >>> thresholds(np.array([0.5, 0.2, 0.5, -np.inf]), np.array([-np.inf, 0.2, 0.5, 0.5])).tolist()
+    [0.0, 0.2, 0.5, 0.5000000000000001]
     """
+    if ordered is not None:
+        finite = ordered[np.isfinite(ordered)]
+        if len(finite) and not (finite == 0).any():
+            distinct = finite[np.concatenate([[True], finite[1:] != finite[:-1]])]
+            zero, end = int(np.searchsorted(distinct, 0.0)), np.nextafter(distinct[-1], np.inf)
+            return np.concatenate([distinct[:zero], [0.0], distinct[zero:], [end]])
     confidence = confidence[np.isfinite(confidence)]
     ends = [np.nextafter(confidence.max(), np.inf)] if len(confidence) else []
     return np.unique(np.concatenate([[0.0], confidence, ends]))
@@ -678,9 +717,9 @@ def automation_curve(model: ReviewModel) -> pd.DataFrame:
     rate, accuracy after review, reviews, errors left by kind) and document level
     (straight-through rate, document accuracy, documents opened)."""
     conf = model.confidence
-    order = np.argsort(conf, kind="stable")
+    order = model.by_confidence
     ordered = conf[order]
-    taus = thresholds(conf)
+    taus = model.taus
     reviewed = np.searchsorted(ordered, taus, side="left")
     cum_wrong = np.concatenate([[0], np.cumsum(model.wrong[order])])[reviewed]
     cum_gain = np.concatenate([[0], np.cumsum(model.gain[order])])[reviewed]
@@ -736,8 +775,8 @@ def point_at(curve: pd.DataFrame, threshold: float) -> pd.Series:
 
 def curves_by_entity_type(model: ReviewModel) -> pd.DataFrame:
     """One curve per entity type (the review model decomposes by entity type)."""
-    frames = [automation_curve(model.of_type(code)).assign(entity_type=name)
-              for code, name in enumerate(model.entity_types) if (model.entity_type == code).any()]
+    parts = zip(model.entity_types, model.by_type()[0], strict=True)
+    frames = [automation_curve(part).assign(entity_type=name) for name, part in parts if part.n_predictions]
     columns = ["entity_type", *CURVE_COLUMNS]
     return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
 

@@ -101,8 +101,7 @@ def per_field_thresholds(model: ReviewModel, target: float, floors: Mapping[str,
     options = {}
     unreachable = set()
     fixed = 0.0
-    for code, name in enumerate(model.entity_types):
-        part = model.of_type(code)
+    for name, part in zip(model.entity_types, model.by_type()[0], strict=True):
         if not part.n_predictions:
             fixed += (1 - target) * part.tp - target * part.addition
             continue

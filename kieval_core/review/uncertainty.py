@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..exceptions import KievalOptionError
 from ..validation import check_int, check_length, check_share
-from .automation import ReviewModel, automation_curve, recommend, review_at, thresholds
+from .automation import ReviewModel, automation_curve, recommend, review_at
 
 
 @dataclass(frozen=True)
@@ -74,19 +74,18 @@ class _Below:
     def at(self, weights: np.ndarray, at: np.ndarray) -> np.ndarray:
         """Per resample (row of ``weights``), the weighted count below each threshold
         (``at``, ascending: how many distinct confidences lie below it); one column per
-        threshold. The predictions between two thresholds are summed, then those sums."""
+        threshold, read from the running sum over the predictions in confidence order."""
         ends = np.searchsorted(self.column, at, side="left")
-        starts = np.concatenate([[0], ends[:-1]])
-        filled = np.flatnonzero(ends > starts)
         out = np.zeros((len(weights), len(at)))
-        if not len(filled):
+        last = int(ends[-1]) if len(ends) else 0
+        if not last:
             return out
-        last = int(ends[-1])
-        step = max(1, _CELLS // max(last, 1))
+        some = ends > 0
+        step = max(1, _CELLS // last)
         for start in range(0, len(weights), step):
-            part = weights[start:start + step, self.doc[:last]]
-            out[start:start + step, filled] = np.add.reduceat(part, starts[filled], axis=1)
-        return np.cumsum(out, axis=1)
+            running = np.cumsum(weights[start:start + step, self.doc[:last]], axis=1)
+            out[start:start + step, some] = running[:, ends[some] - 1]
+        return out
 
     def onwards(self, weights: np.ndarray, known: np.ndarray, start: np.ndarray, at: np.ndarray
                 ) -> np.ndarray:
@@ -182,7 +181,7 @@ class _Sorted:
 
     def __init__(self, model: ReviewModel) -> None:
         self.model = model
-        order = np.argsort(model.confidence, kind="stable")
+        order = model.by_confidence
         ordered = model.confidence[order]
         first_of_value = np.concatenate([[True], ordered[1:] != ordered[:-1]])[:len(ordered)]
         column = np.cumsum(first_of_value) - 1  # rank among the distinct confidences, in confidence order
@@ -219,7 +218,7 @@ class _BootstrapPass:
     def __init__(self, sorted_: _Sorted, target: float, band_points: int) -> None:
         model = sorted_.model
         self.sorted, self.target = sorted_, target
-        self.taus = taus = thresholds(model.confidence)
+        self.taus = taus = model.taus
         self.at = sorted_.below(taus)
         self.per_doc = np.bincount(model.doc, minlength=model.n_documents)
         self.shown = np.unique(np.linspace(0, len(taus) - 1, min(band_points, len(taus))).round().astype(int))
@@ -456,7 +455,8 @@ class _Bounds:
     the counts are whole numbers, exact in float64 whatever the order of their sums. A
     quantile only reads the order statistics at and after ``quantile * (resamples - 1)``:
     only the ``keep`` smallest accuracies per threshold are kept from one chunk to the next
-    (the others read as +inf), so one pass holds every threshold of a usual search.
+    (the others read as +inf), so one pass holds every threshold of a usual search; the
+    quantile itself is taken only at the thresholds the bisection reads.
     """
 
     chunk = 50  # resamples drawn at once
@@ -470,12 +470,14 @@ class _Bounds:
         self.batch = max(2, _CELLS // (self.keep + self.chunk))  # thresholds of one pass
         model = sorted_.model
         self.wrong = np.bincount(model.doc, weights=model.wrong, minlength=model.n_documents)
-        self.known: dict[int, float] = {}
+        self.known: dict[int, np.ndarray] = {}  # per threshold, the ``keep`` smallest accuracies
 
     def __call__(self, i: int) -> float:
         if i not in self.known:
             self.fill(i)
-        return self.known[i]
+        padded = np.full(self.resamples, np.inf)
+        padded[:self.keep] = self.known[i]
+        return float(np.quantile(padded, self.quantile))
 
     def fill(self, i: int, beside: list = ()) -> None:
         """Compute the bound at ``i`` and its batch in one pass, which the passes ``beside``
@@ -499,24 +501,19 @@ class _BoundsPass:
     def __init__(self, bounds: _Bounds, batch: np.ndarray) -> None:
         self.bounds, self.batch = bounds, batch
         self.columns = bounds.sorted.below(bounds.taus[batch])
-        self.smallest = np.zeros((0, len(batch)))
+        self.smallest = np.zeros((len(batch), 0))
 
     def add(self, weights: np.ndarray, tp: np.ndarray, addition: np.ndarray, gained: np.ndarray,
             deleted: np.ndarray) -> None:
         keep = self.bounds.keep
         accuracy = _accuracy(tp, addition, _weighted(weights, self.bounds.wrong), gained, deleted)
-        self.smallest = np.concatenate([self.smallest, accuracy])
-        if len(self.smallest) > keep:
-            self.smallest = np.partition(self.smallest, keep - 1, axis=0)[:keep]
+        # one row per threshold: the partition runs along contiguous memory
+        self.smallest = np.concatenate([self.smallest, accuracy.T], axis=1)
+        if self.smallest.shape[1] > keep:
+            self.smallest = np.partition(self.smallest, keep - 1, axis=1)[:, :keep]
 
     def finish(self) -> None:
-        bounds, batch = self.bounds, self.batch
-        step = max(1, _CELLS // bounds.resamples)
-        for begin in range(0, len(batch), step):
-            padded = np.full((bounds.resamples, min(step, len(batch) - begin)), np.inf)
-            padded[:bounds.keep] = self.smallest[:, begin:begin + step]
-            found = np.quantile(padded, bounds.quantile, axis=0)
-            bounds.known.update(zip(batch[begin:begin + step].tolist(), found.tolist(), strict=True))
+        self.bounds.known.update(zip(self.batch.tolist(), self.smallest, strict=True))
 
 
 def _first_reaching(bound, first: int, last: int, at_first: float, at_last: float, target: float

@@ -476,7 +476,8 @@ def check_scoring_cost(dataset: Dataset, limits: Limits) -> Dataset:
     (comparing two values costs the product of their lengths), the most groups of one
     type in one document (group matching costs the square of their number) and the most
     values of one type in one group (pairing the wrong ones costs the product of their
-    numbers). One pass over the value lengths, one count per group and per group and type.
+    numbers). One pass over the value lengths, one count of the values of each group and
+    type (integer codes); the document is looked up only for a figure above its limit.
     """
     entities = dataset.entities
     if not len(entities):
@@ -487,12 +488,16 @@ def check_scoring_cost(dataset: Dataset, limits: Limits) -> Dataset:
         row = entities.iloc[longest]
         limits.check("value_chars", int(lengths[longest]), dataset.source,
                      f"in a value of {row['entity_type']!r}", where=f"document {row['doc_id']!r}")
-    groups = group_counts(dataset)
-    if len(groups):
+    # the most groups of a type in a document: the largest group index + 1
+    if limits.above("groups_per_doc", int(entities["group"].max()) + 1):
+        groups = group_counts(dataset)
         (doc_id, group_type), most = groups.idxmax(), int(groups.max())
         limits.check("groups_per_doc", most, dataset.source,
                      f"of type {group_type!r} (matching them costs their number squared)",
                      where=f"document {doc_id!r}")
+    most = _most_values_per_cell(entities)
+    if most is not None and not limits.above("values_per_group", most):
+        return dataset
     cells = entities.groupby(["doc_id", "group_type", "group", "entity_type"], sort=False, observed=True)
     values = cells.size()
     (doc_id, group_type, group, entity_type), most = values.idxmax(), int(values.max())
@@ -501,6 +506,32 @@ def check_scoring_cost(dataset: Dataset, limits: Limits) -> Dataset:
                  f"of {entity_type!r} {inside} (pairing them costs their number squared)",
                  where=f"document {doc_id!r}")
     return dataset
+
+
+def _most_values_per_cell(entities: pd.DataFrame) -> int | None:
+    """The most values of one entity type in one group (or outside any) of one document,
+    as the groupby of :func:`check_scoring_cost` counts them (rows with a missing key left
+    out), from the columns' integer codes packed into one key; None when there is no such
+    row or the key would not fit."""
+    key, size = np.zeros(len(entities), np.int64), 1
+    kept = np.ones(len(entities), bool)
+    for name in ("doc_id", "group_type", "group", "entity_type"):
+        column = entities[name]
+        if isinstance(column.dtype, pd.CategoricalDtype):
+            codes = column.cat.codes.to_numpy().astype(np.int64)
+        elif pd.api.types.is_integer_dtype(column.dtype):
+            codes = column.to_numpy(np.int64)
+            codes = codes - codes.min(initial=0)
+        else:
+            codes = pd.factorize(column.to_numpy())[0].astype(np.int64)
+        kept &= codes >= 0
+        span = int(codes.max(initial=0)) + 1
+        if size * span >= 1 << 62:
+            return None
+        key, size = key * span + np.maximum(codes, 0), size * span
+    if not kept.any():
+        return None
+    return int(np.unique(key[kept], return_counts=True)[1].max())
 
 
 def group_counts(dataset: Dataset) -> pd.Series:

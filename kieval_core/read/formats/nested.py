@@ -202,8 +202,20 @@ class _Flattener:
             if conf is None and type(child) is str:  # the usual leaf: text without confidence
                 if child.strip():
                     self.emit(group_type, group, etype, child, _NAN)
-            else:
+            elif not self.scored(child, group_type, group, etype):
                 self.member(child, _child(conf, key), group_type, group, etype, depth)
+
+    def scored(self, child: Any, group_type: str, group: int, etype: str) -> bool:
+        """The usual scored leaf, ``{"value": text, "confidence": number in [0, 1]}``, added
+        as :meth:`leaf` adds it (its own confidence wins); False for anything else."""
+        if type(child) is not dict or len(child) != 2:
+            return False
+        value, conf = child.get("value"), child.get("confidence")
+        if type(value) is not str or type(conf) is not float or not 0.0 <= conf <= 1.0:
+            return False
+        if value.strip():
+            self.emit(group_type, group, etype, value, conf)
+        return True
 
     def member(self, child: Any, conf: Any, group_type: str, group: int, etype: str, depth: int) -> None:
         if isinstance(child, dict) and not is_leaf_object(child):
@@ -220,6 +232,8 @@ class _Flattener:
             raise self.fail(f"the structure must be a JSON object, got {kind}")
         for key, child in structure.items():
             name = self.entity_type("", key)
+            if self.scored(child, "", -1, name):
+                continue
             child_conf = _child(conf, key)
             if isinstance(child, dict) and not is_leaf_object(child):
                 self.group(child, child_conf, name)
