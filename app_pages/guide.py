@@ -5,6 +5,7 @@ import json
 import streamlit as st
 
 from kieval_app import guide
+from kieval_app.live_chart import live_chart, live_html
 from kieval_core.figures import automation, documents, overview
 from kieval_core.figures.diff import table_html
 from kieval_core.figures.text import md
@@ -45,15 +46,11 @@ model = example.models["prediction"]
 st.markdown("**The figures, computed now by the engine, beside the paper's**")
 st.dataframe(guide.fig2_table(example), hide_index=True)
 st.markdown("**The group matching the engine found**")
-st.plotly_chart(
-    documents.matching_figure(model, "example"), key="guide_matching", config={"displayModeBar": False}
-)
-st.html(
-    table_html(
-        documents.value_columns(model),
-        documents.alignment_rows(model, "example"),
-    )
-)
+# far below the first screen: drawn when scrolled near (live_chart), not on every visit
+live_chart(documents.matching_figure(model, "example"), key="guide_matching", revision="fig2",
+           config={"displayModeBar": False})
+live_html(table_html(documents.value_columns(model), documents.alignment_rows(model, "example")),
+          key="guide_pairs", revision="fig2")
 with st.expander("The example as input files"):
     st.code(json.dumps({"doc_id": "example", "gt_parse": guide.FIG2_GT}), language="json")
     st.code(json.dumps({"doc_id": "example", "gt_parse": guide.FIG2_PREDICTION}), language="json")
@@ -84,8 +81,6 @@ left.markdown(
     f"Recommended τ for {guide.AUTOMATION_TARGET:.0%} accuracy: **{rec.threshold:.2f}**, automating "
     f"**{rec.auto_rate:.0%}** of the predictions (accuracy {rec.accuracy:.0%}); it is also the cheapest."
 )
-right.plotly_chart(
-    automation.threshold_figure(auto.curve, rec.threshold, guide.AUTOMATION_TARGET),
-    key="guide_automation",
-    config={"displayModeBar": False},
-)
+with right:
+    live_chart(automation.threshold_figure(auto.curve, rec.threshold, guide.AUTOMATION_TARGET),
+               key="guide_automation", revision="automation", config={"displayModeBar": False})

@@ -5,6 +5,7 @@ import streamlit as st
 
 from kieval_app import rules_panel, saved_runs, session, sidebar, uploads
 from kieval_app.columns import metric_styler, metric_table, shown
+from kieval_app.live_chart import live_chart
 from kieval_app.sources import SAMPLES
 from kieval_core.count.causes import largest_cause
 from kieval_core.figures import overview
@@ -132,9 +133,7 @@ st.caption(
 )
 
 st.markdown("**Corrections a person must make, beside FP + FN**")
-st.plotly_chart(
-    overview.corrections_figure(result), key="overview_corrections", config={"displayModeBar": False}
-)
+live_chart(overview.corrections_figure(result), key="overview_corrections", config={"displayModeBar": False})
 st.markdown("**Where to look next**")
 with st.container(horizontal=True, gap="medium"):  # the links wrap on narrow screens
     st.page_link("app_pages/documents.py", label="Documents: each document's line matching and errors",

@@ -256,7 +256,8 @@ def measure_widget(page, target: Target, column: str, results: Results, row: str
         slider.focus()
         # right, left, right...: every press a step (a slider with few steps, SROIE's τ for
         # Textract, reached its end and a press there started no run); left first at the end
-        at_end = slider.get_attribute("aria-valuenow") == slider.get_attribute("aria-valuemax")
+        now, low, high = (slider.get_attribute(f"aria-value{a}") for a in ("now", "min", "max"))
+        at_end = now is not None and now == high != low
         keys = itertools.cycle(("ArrowLeft", "ArrowRight") if at_end else ("ArrowRight", "ArrowLeft"))
         action = lambda: slider.press(next(keys))  # noqa: E731
     else:
