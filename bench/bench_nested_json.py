@@ -120,6 +120,7 @@ STAGES = [
     ("kieval_core.result.tally", "Tally.from_counted"),
     ("kieval_core.output.render", "render_report"),
     ("kieval_core.review.decisions", "automation_section"),
+    ("kieval_core.review.uncertainty", "bootstrap_and_assured"),
     ("kieval_core.review.uncertainty", "bootstrap"),
     ("kieval_core.review.uncertainty", "holdout"),
     ("kieval_core.review.field_thresholds", "per_field_thresholds"),
