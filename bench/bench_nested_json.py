@@ -97,14 +97,20 @@ def end_to_end(gt: Path, pred: Path, out: Path, runs: int, before: list[tuple[st
                for name, values in times.items()}
     wall_0, cpu_0 = medians[parse]
     print(f"\n| {gt.stem} + {pred.stem}, median of {runs} | wall | CPU | / parse (wall) | / parse (CPU) "
-          "| report identical to after |")
-    print("|---|---:|---:|---:|---:|---|")
+          "| / parse (CPU), per round: median [range] | report identical to after |")
+    print("|---|---:|---:|---:|---:|---:|---|")
     for k, (name, (wall, cpu)) in enumerate(medians.items()):
         same = ""
         if 0 < k <= len(before):
             same = "yes" if filecmp.cmp(out / f"report_before_{k - 1}.json", out / "report_after.json",
                                         shallow=False) else "no"
-        print(f"| {name} | {wall:.2f} s | {cpu:.2f} s | {wall / wall_0:.1f}x | {cpu / cpu_0:.2f}x | {same} |")
+        ratios = [c / c_0 for (_, c), (_, c_0) in zip(times[name], times[parse], strict=True)]
+        per_round = f"{statistics.median(ratios):.2f}x [{min(ratios):.2f}-{max(ratios):.2f}]"
+        print(f"| {name} | {wall:.2f} s | {cpu:.2f} s | {wall / wall_0:.1f}x | {cpu / cpu_0:.2f}x "
+              f"| {per_round} | {same} |")
+    print("CPU seconds per round (user + system of the child):")
+    for name, values in times.items():
+        print(f"  {name}: " + ", ".join(f"{c:.2f}" for _, c in values))
 
 
 #: Functions timed by ``--stages`` (module, name), in the order of the pipeline; a stage
@@ -120,6 +126,7 @@ STAGES = [
     ("kieval_core.result.tally", "Tally.from_counted"),
     ("kieval_core.output.render", "render_report"),
     ("kieval_core.review.decisions", "automation_section"),
+    ("kieval_core.review.uncertainty", "bootstrap_and_assured"),
     ("kieval_core.review.uncertainty", "bootstrap"),
     ("kieval_core.review.uncertainty", "holdout"),
     ("kieval_core.review.field_thresholds", "per_field_thresholds"),

@@ -273,10 +273,18 @@ class ReviewModel:
     def by_type(self) -> tuple[list[ReviewModel], list[np.ndarray]]:
         """:meth:`of_type` of every entity type, in the order of ``entity_types``, from one
         sort; and per type the indexes of its predictions in this model (its part of any
-        per-prediction array)."""
-        order = np.argsort(self.entity_type, kind="stable")
+        per-prediction array). Each part's confidence order is read off this model's (a
+        stable sort keeps the order of the part's predictions among equal confidences)."""
+        # type codes as int16 where they fit: numpy's stable sort of them is a radix sort
+        kinds = self.entity_type.astype(np.int16 if len(self.entity_types) < 1 << 15 else np.int64)
+        order = np.argsort(kinds, kind="stable")
         codes = np.arange(len(self.entity_types) + 1)
         ends = np.searchsorted(self.entity_type[order], codes)
+        place = np.empty(len(order), np.int64)
+        place[order] = np.arange(len(order))  # each prediction's row among the parts
+        by_confidence = self.by_confidence
+        # every prediction's row among the parts, in confidence order within each type
+        rows_by_confidence = place[by_confidence][np.argsort(kinds[by_confidence], kind="stable")]
         base_order = np.argsort(self.base_type, kind="stable")
         base_ends = np.searchsorted(self.base_type[base_order], codes)
         arrays = {k: getattr(self, k)[order] for k in PREDICTION_ARRAYS if k != "entity_type"}
@@ -288,6 +296,7 @@ class ReviewModel:
                 **{k: v[rows] for k, v in arrays.items()}, **{k: v[base_rows] for k, v in base.items()},
                 entity_type=np.zeros(rows.stop - rows.start, np.int64), doc_ids=self.doc_ids,
                 entity_types=(name,), base_type=np.zeros(base_rows.stop - base_rows.start, np.int64)))
+            parts[-1].__dict__["by_confidence"] = rows_by_confidence[rows] - rows.start  # the cached property
         return parts, [order[ends[code]:ends[code + 1]] for code in range(len(self.entity_types))]
 
     def with_confidence(self, confidence: np.ndarray, has_confidence: np.ndarray) -> ReviewModel:

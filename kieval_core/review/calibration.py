@@ -64,7 +64,7 @@ def expected_calibration_error(table: pd.DataFrame) -> float | None:
     return float((filled["predictions"] * filled["gap"].abs()).sum() / n)
 
 
-def auroc(confidence: np.ndarray, correct: np.ndarray) -> float | None:
+def auroc(confidence: np.ndarray, correct: np.ndarray, order: np.ndarray | None = None) -> float | None:
     """Probability that a right prediction has a higher confidence than a wrong one (ties
     count half); None when either class is empty.
 
@@ -78,18 +78,20 @@ def auroc(confidence: np.ndarray, correct: np.ndarray) -> float | None:
     n_neg = len(correct) - n_pos
     if not n_pos or not n_neg:
         return None
-    ranks = average_ranks(confidence)
+    ranks = average_ranks(confidence, order)
     return float((ranks[correct].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
-def average_ranks(values: np.ndarray) -> np.ndarray:
+def average_ranks(values: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
     """1-based ranks, ties sharing the mean of their ranks (``scipy.stats.rankdata``'s
     default, whose import alone costs ~0.9 s; every rank is a whole or half number, exact).
+    ``order`` sorts ``values`` when it is known (any order of equal values gives the same
+    ranks).
 
     >>> average_ranks(np.array([0.5, 0.1, 0.5, 0.9])).tolist()
     [2.5, 1.0, 2.5, 4.0]
     """
-    order = np.argsort(values, kind="mergesort")
+    order = np.argsort(values, kind="mergesort") if order is None else order
     ordered = values[order]
     start = np.ones(len(values), bool)
     start[1:] = ordered[1:] != ordered[:-1]
@@ -100,8 +102,12 @@ def average_ranks(values: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def _summary(name: str, confidence: np.ndarray, has: np.ndarray, correct: np.ndarray, bins: int) -> dict:
+def _summary(name: str, confidence: np.ndarray, has: np.ndarray, correct: np.ndarray, bins: int,
+             order: np.ndarray) -> dict:
+    """The row of one set of predictions; ``order`` sorts their confidences."""
     conf, right = confidence[has], correct[has]
+    order = order[has[order]]  # the predictions with a confidence, in confidence order ...
+    order = (np.cumsum(has) - 1)[order]  # ... as indexes among them
     n = len(confidence)
     return {
         "entity_type": name,
@@ -112,7 +118,7 @@ def _summary(name: str, confidence: np.ndarray, has: np.ndarray, correct: np.nda
         "mean_confidence": float(conf.mean()) if len(conf) else None,
         "ece": expected_calibration_error(reliability(conf, right, bins)),
         "brier": float(np.mean((conf - right) ** 2)) if len(conf) else None,
-        "auroc": auroc(conf, right),
+        "auroc": auroc(conf, right, order),
     }
 
 
@@ -120,13 +126,11 @@ def calibration(model: ReviewModel, bins: int = 10) -> pd.DataFrame:
     """Calibration figures, first over all predictions (``entity_type`` = None), then per
     entity type with predictions."""
     check_int("bins", bins, minimum=1)
-    correct = ~model.wrong
-    conf = model.confidence
-    rows = [_summary(None, conf, model.has_confidence, correct, bins)]
-    for code, name in enumerate(model.entity_types):
-        mine = model.entity_type == code
-        if mine.any():
-            rows.append(_summary(name, conf[mine], model.has_confidence[mine], correct[mine], bins))
+    rows = [_summary(None, model.confidence, model.has_confidence, ~model.wrong, bins, model.by_confidence)]
+    for name, part in zip(model.entity_types, model.by_type()[0], strict=True):
+        if part.n_predictions:
+            rows.append(_summary(name, part.confidence, part.has_confidence, ~part.wrong, bins,
+                                 part.by_confidence))
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
