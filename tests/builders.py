@@ -106,6 +106,16 @@ def replicated_jsonl(source: Path, path: Path, megabytes: float, prefix: str = "
     return path
 
 
+def menu_document(path: Path, key: str, lines: int) -> Path:
+    """One document (``big``) of ``lines`` CORD menu lines under ``key`` (``gt_parse`` or
+    ``prediction``): matching its groups costs their number squared (issue 33, N8: 5,000
+    lines are 680 KB)."""
+    menu = [{"nm": {"value": f"ITEM {i % 97}"}, "cnt": {"value": str(1 + i % 3)},
+             "price": {"value": f"{(i * 37) % 100},000"}} for i in range(lines)]
+    path.write_text(json.dumps({"doc_id": "big", key: {"menu": menu}}) + "\n")
+    return path
+
+
 def zip_bomb(path: Path) -> Path:
     """A zip of about 1 MB holding one JSON member of 1,000 MiB of blanks."""
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive, archive.open("d0.json", "w") as member:
