@@ -122,3 +122,37 @@ def zip_bomb(path: Path) -> Path:
         for _ in range(1000):
             member.write(b" " * 2**20)
     return path
+
+
+def tiff_frames(frames: int) -> bytes:
+    """A little-endian TIFF of ``frames`` 1 x 1 grey frames, the IFDs chained (issue 33, N1:
+    counting them walked every frame)."""
+    import struct
+
+    entries = ((256, 3, 1), (257, 3, 1), (258, 3, 8), (259, 3, 1), (262, 3, 1), (273, 4, None),
+               (278, 3, 1), (279, 4, 1))
+    ifd_size = 2 + 12 * len(entries) + 4
+    parts, offset = [b"II*\x00" + struct.pack("<I", 8)], 8
+    for i in range(frames):
+        pixel = offset + ifd_size
+        following = pixel + 2 if i < frames - 1 else 0
+        body = b"".join(struct.pack("<HHI", tag, kind, 1) + (struct.pack("<I", pixel) if value is None else
+                        struct.pack("<HH", value, 0) if kind == 3 else struct.pack("<I", value))
+                        for tag, kind, value in entries)
+        parts.append(struct.pack("<H", len(entries)) + body + struct.pack("<I", following) + b"\x80\x00")
+        offset = following
+    return b"".join(parts)
+
+
+def large_pdf(pages: int, points: int = 4_500) -> bytes:
+    """A PDF of ``pages`` blank pages of ``points`` points a side (issue 33, N11)."""
+    import io
+
+    import pypdfium2 as pdfium
+
+    document = pdfium.PdfDocument.new()
+    for _ in range(pages):
+        document.new_page(points, points)  # 6,875 x 6,875 pixels at 110 dpi: each under the page cap
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
