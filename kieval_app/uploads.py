@@ -89,10 +89,10 @@ def cancel_pending() -> None:
     """The Cancel button beside the progress of uploads: the queue is dropped and nothing of
     the batch is loaded; the session keeps what it had. Streamlit starts the new run at
     once (fast reruns) and stops the old one at its next Streamlit call: a file waiting for
-    its turn leaves the queue within half a second; a large file being read or scored (in
-    a child process, :func:`compute.read_dataset`, :func:`compute.score`) has its work
-    stopped, its CPU and memory freed, within a quarter of a second. A small file's read (a
-    fraction of a second) ends first."""
+    its turn leaves the queue within half a second; a file being read or scored (in a
+    child process, :func:`compute.read_dataset`, :func:`compute.score`,
+    :func:`compute.page_images`) has its work stopped, its CPU and memory freed, within a
+    quarter of a second."""
     names = [source.name for _, source in st.session_state[PENDING]]
     st.session_state[PENDING] = []
     st.session_state[MESSAGES] = [("warning", f"cancelled: {', '.join(names)} not loaded")]
