@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import datetime as dt
 import json
 import sys
@@ -170,6 +171,7 @@ async def run(args) -> dict:
                     idle_ms = [ms for _, ms, _ in idle["samples"]]
                     await asyncio.sleep(5)
                     report["rss_start_mib"] = start = monitor.rss_mib()
+                    report["pss_start_mib"] = pss_mib(server)
                     log(f"load: {args.sessions} sessions uploading at once")
                     monitor.start_peak()
                     cpu = server_cpu(server)
@@ -188,6 +190,7 @@ async def run(args) -> dict:
                     while time.perf_counter() - closed_at < args.release:
                         await asyncio.sleep(5)
                         release.append((round(time.perf_counter() - closed_at), monitor.rss_mib()))
+                    report["pss_end_mib"] = pss_mib(server)
                 finally:
                     await browser.close()
     report["other_processes"] = foreign.stop()
@@ -211,6 +214,19 @@ async def run(args) -> dict:
     return report
 
 
+def pss_mib(server) -> float:
+    """Proportional memory of the server and its children (MiB): a page shared by several
+    of them (the fork server's, its children's) counts once in all, where their RSS
+    counts it in each."""
+    import psutil
+
+    total = 0
+    for p in server._processes():
+        with contextlib.suppress(psutil.NoSuchProcess):
+            total += p.memory_full_info().pss
+    return round(total / 2**20, 1)
+
+
 def server_cpu(server) -> dict[str, float]:
     """CPU seconds so far of the server's own process and of its children (the fork server,
     the children at work on uploads and the ones that ended)."""
@@ -231,6 +247,8 @@ def markdown(report: dict) -> str:
         f"{report['rss_unserved_mib']:.0f} / {report['rss_first_page_mib']:.0f} / "
         f"{report['rss_start_mib']:.0f} |",
         f"| server RSS peak (MiB) | {report['rss_peak_mib']:.0f} |",
+        f"| server PSS start / end (MiB; shared pages counted once) | {report['pss_start_mib']:.0f} / "
+        f"{report['pss_end_mib']:.0f} |",
         f"| outcomes | {', '.join(f'{k} {v}' for k, v in sorted(counts.items()))} |",
         f"| CPU during the uploads: server's own process / its children (s) | "
         f"{report['load_cpu_s']['server']} / {report['load_cpu_s']['children']} |",

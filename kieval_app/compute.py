@@ -7,8 +7,9 @@ from the server's :class:`~kieval_app.serving.store.Store`: a file already read 
 options, or a model already scored against the same ground truth, is not computed again,
 by this session or any other (the uploads score a file to check it, so the workspace
 finds it scored); every read and scoring runs in a child process
-(:mod:`kieval_app.serving.isolation`) that a cancelled upload or a closed tab stops at once. Peer metric families
-are computed in the background by the core's ``peer_metrics``, one task per model, and
+(:mod:`kieval_app.serving.isolation`) that a cancelled upload or a closed tab stops at
+once. Peer metric families are computed in the background by the core's
+``peer_metrics``, one task per model, and
 join the results when they are ready (:attr:`Workspace.pending`). Pages derive their
 tables through :func:`view`, cached per (workspace, view, parameters). This module keeps
 only cache keys, progress and scheduling.

@@ -155,6 +155,15 @@ def _child() -> _Child:
     return _Child()
 
 
+def end_spares() -> None:
+    """End the children waiting for work (their memory goes back to the system)."""
+    with _spare_lock:
+        spare = list(_spare)
+        _spare.clear()
+    for child in spare:
+        child.end()
+
+
 def _keep(child: _Child) -> None:
     """Keep ``child`` for the next work, up to :data:`SPARE` children; end the others."""
     with _spare_lock:
