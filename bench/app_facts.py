@@ -17,6 +17,7 @@ APP_FIRST_NUMBER = "stTable"  # test id of the element that shows the first numb
 # The file uploaders (Overview page): their keys end in a counter (a new widget after each upload).
 APP_UPLOAD_GT = '[class*="st-key-upload_gt_"]'
 APP_UPLOAD_PREDICTIONS = '[class*="st-key-upload_pred_"]'
+APP_UPLOAD_IMAGES = '[class*="st-key-upload_images_"]'
 APP_GT_LOADED = "Ground truth loaded."  # text shown once a ground truth without predictions is read
 # The sidebar's line on what is loaded: group 1 the ground truth's file name, group 2 the
 # number of prediction files (a regular expression both Python and JavaScript read).

@@ -13,7 +13,10 @@
     sequence had already left (``result > count > result`` is one).
 (b) **Hops from an upload to the first Overview figure.** The dashboard run headless with
     ``streamlit.testing.v1.AppTest``: the sample's ground truth is uploaded through the
-    widget, then ``sim_weak.jsonl`` as the predictions. At the first call of each stage
+    widget, then ``sim_weak.jsonl`` as the predictions (each with a last empty line: an
+    upload, not a built-in sample kept on disk). The work the app runs in a child process is
+    done in this one through the child's entry (:func:`in_this_process`), so the stacks
+    follow it there. At the first call of each stage
     (the file read: ``load_bytes``; counted: ``engine.count``; the result finished:
     ``scoring.finish``; the Overview's first figure: ``corrections_figure``) the project's
     frames on the stack are kept. A *hop* is one project call between the script's run and
@@ -152,20 +155,63 @@ class Stacks:
         self.stacks[stage] = frames[::-1]
 
 
-def trace_upload(show: bool) -> int:
+class _Inline:
+    """The child's end of the pipe for :func:`in_this_process`: one piece of work in, its
+    outcome out, then the end of the pipe."""
+
+    def __init__(self, work: tuple) -> None:
+        self.work, self.outcome = [work], None
+
+    def recv(self) -> tuple:
+        if not self.work:
+            raise EOFError
+        return self.work.pop()
+
+    def send(self, outcome: tuple) -> None:
+        self.outcome = outcome
+
+
+def in_this_process(function, *args, tick=None, **kwargs):
+    """``run_isolated`` with the child's work done in this thread, through the child's own
+    entry (``isolation._serve``), so that the stacks follow the work into the child: this
+    frame stands for ``run_isolated``'s, ``_serve``'s for the child's."""
+    from kieval_app.serving import isolation
+
+    pipe = _Inline((function, args, kwargs))
+    isolation._serve(pipe)
+    succeeded, value, _ = pipe.outcome
+    if succeeded:
+        return value
+    raise value
+
+
+def _upload_stacks() -> Stacks:
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
     at.run()
-    upload(at, "gt", ("my_gt.jsonl", GT.read_bytes()))
+    # a byte more than the sample's files (a last empty line): an upload, not a built-in
+    # sample kept on disk (kieval_app.prebuilt)
+    upload(at, "gt", ("my_gt.jsonl", GT.read_bytes() + b"\n"))
     stacks = Stacks()
     threading.setprofile(stacks)
     sys.setprofile(stacks)
     try:
-        upload(at, "pred", ("weak_model.jsonl", PRED.read_bytes()))
+        upload(at, "pred", ("weak_model.jsonl", PRED.read_bytes() + b"\n"))
     finally:
         sys.setprofile(None)
         threading.setprofile(None)  # type: ignore[arg-type]
+    return stacks
+
+
+def trace_upload(show: bool) -> int:
+    from kieval_app import compute
+
+    isolated, compute.run_isolated = compute.run_isolated, in_this_process  # follow the work into the child
+    try:
+        stacks = _upload_stacks()
+    finally:
+        compute.run_isolated = isolated
     missing = sorted(set(STAGES) - set(stacks.stacks))
     assert not missing, f"stages not reached: {missing}"
     summed = 0

@@ -6,9 +6,10 @@ KIEval family at once (seconds even at 10,000 receipts), through the pipeline of
 from the server's :class:`~kieval_app.serving.store.Store`: a file already read with the same
 options, or a model already scored against the same ground truth, is not computed again,
 by this session or any other (the uploads score a file to check it, so the workspace
-finds it scored); a heavy read or scoring runs in a child process
-(:mod:`kieval_app.serving.isolation`) that a cancelled upload stops at once. Peer metric families
-are computed in the background by the core's ``peer_metrics``, one task per model, and
+finds it scored); every read and scoring runs in a child process
+(:mod:`kieval_app.serving.isolation`) that a cancelled upload or a closed tab stops at
+once. Peer metric families are computed in the background by the core's
+``peer_metrics``, one task per model, and
 join the results when they are ready (:attr:`Workspace.pending`). Pages derive their
 tables through :func:`view`, cached per (workspace, view, parameters). This module keeps
 only cache keys, progress and scheduling.
@@ -30,14 +31,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kieval_core import Dataset, DecisionOptions, EvaluationResult, KievalInputError, ModelResult, load_bytes
+from kieval_core import (
+    Dataset,
+    DecisionOptions,
+    EvaluationResult,
+    KievalInputError,
+    LoadOptions,
+    ModelResult,
+    Normalizer,
+    load_bytes,
+)
 from kieval_core.count.peer_families import PeerFigures, needs_structures
 from kieval_core.keys import KeyCounts, one_sided_keys
 from kieval_core.limits import Limits, load_cost, matching_cost
 from kieval_core.output.render import render_report
 from kieval_core.output.runs import SavedRun, load_run, save_run
 from kieval_core.read.formats import group_counts, load_estimate
-from kieval_core.read.page_images import ImageLimits, PageImages, image_files, read_page_images
+from kieval_core.read.page_images import ImageLimits, PageImages, image_files, images_cost, read_page_images
 from kieval_core.result.registry import resolve_families
 from kieval_core.result.results import OneSidedKey
 from kieval_core.result.scoring import finish, peer_metrics, score_model
@@ -113,29 +123,24 @@ def read_dataset(store: Store, source: Source, options: AppOptions, role: str,
     """A file read with the options of its role (``"gt"`` or ``"pred"``), once per content
     and options: the upload check, the scoring and the peer metrics share the copy.
 
-    A heavy read (estimated at the store's ``heavy_bytes`` or more) runs in a child process
-    (:func:`~kieval_app.serving.isolation.run_isolated`): the server's other sessions keep the GIL,
-    and a read whose ``waiting`` raises (a cancelled upload) is stopped at once, its memory
-    freed. It raises what the read raised, or :class:`~kieval_app.serving.isolation.ChildDied`."""
+    Every read runs in a child process (:func:`~kieval_app.serving.isolation.run_isolated`),
+    whatever its estimate (a few KB can cost minutes): the server's other sessions keep
+    the GIL, and a read whose ``waiting`` raises (a cancelled upload, a closed tab) is
+    stopped at once, its memory freed. It reserves what reading costs
+    (:func:`~kieval_core.read.formats.load_estimate`). It raises what the read raised, or
+    :class:`~kieval_app.serving.isolation.ChildDied`."""
     name = "ground truth" if role == "gt" else source.stem
-    cost = load_estimate(source.data, source.name)
-    read = functools.partial(_run, store, cost, waiting, load_bytes, source.data, source.name,
-                             options.load_options(role), name=name, keep_structures=_keep_structures(options))
+    read = functools.partial(run_isolated, load_bytes, source.data, source.name, options.load_options(role),
+                             name=name, keep_structures=_keep_structures(options), tick=_tick(waiting))
     key = _dataset_key(source, options, role)
     if prebuilt.builtin(source):  # a built-in sample's: read once for every server
         read = prebuilt.kept(key, read)
-    return store.get(key, read, cost=cost, waiting=waiting)
+    return store.get(key, read, cost=load_estimate(source.data, source.name), waiting=waiting)
 
 
-def _run(store: Store, cost: int, waiting: Waiting | None, function: Callable[..., Any], *args: Any,
-         **kwargs: Any) -> Any:
-    """``function(*args, **kwargs)`` in this thread when ``cost`` is below the store's heavy
-    bytes, else in a child process (:func:`~kieval_app.serving.isolation.run_isolated`) that calls
-    ``waiting(0)`` at every poll."""
-    if cost < store.heavy_bytes:
-        return function(*args, **kwargs)
-    tick = None if waiting is None else lambda: waiting(0)
-    return run_isolated(function, *args, tick=tick, **kwargs)
+def _tick(waiting: Waiting | None) -> Callable[[], None] | None:
+    """What a child's wait calls at every poll: ``waiting(0)`` (its file is being worked on)."""
+    return None if waiting is None else functools.partial(waiting, 0)
 
 
 def waiting_text(ahead: int) -> str:
@@ -167,18 +172,19 @@ def admit_upload(store: Store, session: str, sources: Sources, source: Source, o
     limits.check("session_mb", held, source.name, "held by this session with it")
 
 
-def page_images(store: Store, source: Source) -> PageImages:
+def page_images(store: Store, source: Source, waiting: Waiting | None = None) -> PageImages:
     """Page images read and downscaled once per content, shared by every session (raises
     :class:`KievalInputError` for an archive that cannot be read or is too large). They are
-    read in a child process whatever their bytes (a few KB can hold pages of millions of
-    pixels): the server's other sessions keep the GIL and the child can be killed."""
+    read in a child process, as every upload is (:func:`read_dataset`): a few KB can hold
+    pages of millions of pixels, so they reserve what their pixels cost
+    (:func:`~kieval_core.read.page_images.images_cost`), and a read whose ``waiting`` raises
+    (a cancelled upload, a closed tab) is stopped at once."""
     limits = image_limits()
-
-    def read() -> PageImages:
-        return run_isolated(read_images, source.data, source.name, limits)
-
+    read = functools.partial(run_isolated, read_images, source.data, source.name, limits, tick=_tick(waiting))
     key = _images_key(source, limits)
-    return store.get(key, prebuilt.kept(key, read) if prebuilt.builtin(source) else read)
+    if prebuilt.builtin(source):  # a built-in sample's: read once for every server
+        read = prebuilt.kept(key, read)
+    return store.get(key, read, cost=images_cost(source.data, source.name, limits), waiting=waiting)
 
 
 def read_images(data: bytes, name: str, limits: ImageLimits) -> PageImages:
@@ -195,13 +201,16 @@ def _images_key(source: Source, limits: ImageLimits) -> tuple:
     return ("images", source.digest, source.name, limits)
 
 
-def _with_images(store: Store, ws: Workspace, held: list[Hashable]) -> Workspace:
-    """The workspace with its page images (a failure to read them is one more problem)."""
+def _with_images(store: Store, ws: Workspace, held: list[Hashable],
+                 progress: Progress | None = None) -> Workspace:
+    """The workspace with its page images (a failure to read them is one more problem);
+    ``progress`` shows their read (and is where a closed tab's run stops it)."""
     source = ws.sources.images
     if source is None:
         return ws
+    text = f"Reading the page images {source.name}"
     try:
-        images = page_images(store, source)
+        images = page_images(store, source, None if progress is None else while_waiting(progress, 1.0, text))
     except Exception as exc:
         return dataclasses.replace(ws, problems=(*ws.problems, read_message(source, exc)))
     held.append(_images_key(source, image_limits()))
@@ -243,29 +252,70 @@ def score(store: Store, gt: Source, pred: Source, options: AppOptions,
     Raises :class:`~kieval_core.KievalInputError` for a file that cannot be read, and its
     subclass :class:`~kieval_core.NoCommonDocuments` for one that shares no document with
     the ground truth: the uploads call it to check a file, so the workspace finds it scored.
-    A heavy scoring runs in a child process, as a heavy read does (:func:`read_dataset`).
+    The file is read and scored in one child process (:func:`score_file`), as every read is
+    (:func:`read_dataset`); the scoring reserves what reading both files and matching the
+    ground truth's groups cost (:func:`scoring_cost`).
     """
-    # scoring holds about what reading both files took (bench/README.md, "Admission"); at
-    # least what reading either takes, so the scoring takes a turn whenever its reads would;
-    # and what matching their groups takes, known once they are read (a few thousand lines
-    # in one document cost more than their bytes say: that scoring runs in a child)
-    cost = max(load_cost(gt.size + pred.size), *(load_estimate(s.data, s.name) for s in (gt, pred)))
-
-    def compute() -> tuple[ModelResult, KeyCounts, dict[str, int]]:
-        gt_set = read_dataset(store, gt, options, "gt", waiting)
-        pred_set = read_dataset(store, pred, options, "pred", waiting)
-        applied = _rules(options, suggested).applied(gt_set, {}, options.normalizer)
-        ignored: dict[str, int] = {}
-        pred_scored = applied.rules.without_ignored(pred_set, ignored)
-        matching = matching_cost(group_counts(gt_set).to_dict(), group_counts(pred_set).to_dict())
-        model = _run(store, max(cost, matching), waiting, score_model, applied.gt, pred_scored,
-                     name=pred.stem, normalizer=applied.normalizer)
-        return model, KeyCounts.of(pred_set), ignored
-
     key = _model_key(gt, pred, options, suggested)
-    if prebuilt.builtin(gt, pred):  # a built-in sample's: scored once for every server
-        compute = prebuilt.kept(key, compute)
-    return store.get(key, compute, cost=cost, waiting=waiting)
+    scored = store.peek(key)
+    if scored is None:
+        gt_set = read_dataset(store, gt, options, "gt", waiting)
+        rules, structures = _rules(options, suggested), _keep_structures(options)
+        work = functools.partial(run_isolated, score_file, gt_set, rules, options.normalizer, pred.data,
+                                 pred.name, options.load_options("pred"), name=pred.stem,
+                                 keep_structures=structures, tick=_tick(waiting))
+        if prebuilt.builtin(gt, pred):  # a built-in sample's: scored once for every server
+            work = prebuilt.kept(key, work)
+        scored = store.get(key, work, cost=scoring_cost(gt, pred, gt_set), waiting=waiting)
+        if store.peek(_keys_key(pred, options)) is None:  # the workspace's one-sided keys need no read
+            store.put(_keys_key(pred, options), scored[1])
+    return scored
+
+
+def scoring_cost(gt: Source, pred: Source, gt_set: Dataset) -> int:
+    """What scoring ``pred`` against ``gt`` is estimated to hold at its peak: about what
+    reading both files takes (bench/README.md, "Admission"), at least what reading either
+    takes, and what matching the ground truth's groups takes (a few thousand lines in one
+    document cost more than their bytes say; a prediction file's own groups are held to the
+    ``groups_per_doc`` limit when it is read)."""
+    groups = group_counts(gt_set).to_dict()
+    return max(load_cost(gt.size + pred.size), *(load_estimate(s.data, s.name) for s in (gt, pred)),
+               matching_cost(groups, groups))
+
+
+def score_file(gt: Dataset, rules: FieldRules, normalizer: Normalizer, data: bytes, source: str,
+               load_options: LoadOptions, name: str, keep_structures: bool
+               ) -> tuple[ModelResult, KeyCounts, dict[str, int]]:
+    """What :func:`score` runs in its child process: the prediction file read, the rules
+    applied to both sides, the file scored; the model, the file's keys and the values the
+    rules ignored in it, per field (the file itself stays in the child)."""
+    pred = load_bytes(data, source, load_options, name=name, keep_structures=keep_structures)
+    applied = rules.applied(gt, {}, normalizer)
+    ignored: dict[str, int] = {}
+    model = score_model(applied.gt, applied.rules.without_ignored(pred, ignored), name=name,
+                        normalizer=applied.normalizer)
+    return model, KeyCounts.of(pred), ignored
+
+
+def file_keys(data: bytes, source: str, load_options: LoadOptions, name: str,
+              keep_structures: bool) -> KeyCounts:
+    """What :func:`keys_of` runs in its child process: the keys of one file."""
+    return KeyCounts.of(load_bytes(data, source, load_options, name=name, keep_structures=keep_structures))
+
+
+def _keys_key(source: Source, options: AppOptions) -> tuple:
+    return ("keys", *_dataset_key(source, options, "pred")[1:])
+
+
+def keys_of(store: Store, pred: Source, options: AppOptions, waiting: Waiting | None = None) -> KeyCounts:
+    """The keys of a prediction file, once per content and options (its scoring leaves them
+    in the store too), read in a child process that keeps the file."""
+    read = functools.partial(run_isolated, file_keys, pred.data, pred.name, options.load_options("pred"),
+                             name=pred.stem, keep_structures=_keep_structures(options), tick=_tick(waiting))
+    key = _keys_key(pred, options)
+    if prebuilt.builtin(pred):  # a built-in sample's: read once for every server
+        read = prebuilt.kept(key, read)
+    return store.get(key, read, cost=load_estimate(pred.data, pred.name), waiting=waiting)
 
 
 def _peer_work(store: Store, gt: Source, pred: Source, options: AppOptions) -> Callable[[Task], dict]:
@@ -352,7 +402,7 @@ def build_workspace(
         result = finish(applied.gt, models, keys, applied.normalizer, families, rules=applied.rules,
                         ignored=applied.ignored, one_sided=one_sided)
     ws = Workspace(sources, options, result, tuple(problems), key, tuple(pending), result.one_sided)
-    ws = _with_images(store, ws, held)
+    ws = _with_images(store, ws, held, progress)
     store.hold(session, held, own_bytes=sources.size)
     return ws
 
@@ -419,8 +469,7 @@ def _pred_keys(store: Store, sources: Sources, options: AppOptions,
     keys = {}
     for name, pred in zip(sources.model_names(), sources.predictions, strict=True):
         try:
-            keys[name] = KeyCounts.of(read_dataset(store, pred, options, "pred",
-                                                   while_waiting(progress, 0.0, f"Reading {name}")))
+            keys[name] = keys_of(store, pred, options, while_waiting(progress, 0.0, f"Reading {name}"))
         except Exception:  # noqa: BLE001 - the scoring below reports it
             continue
     return keys

@@ -82,15 +82,15 @@ def store() -> Store:
     the memory budget of :mod:`kieval_core.limits` its admissions, the heavy loads limit
     how many large reads and scorings run at once); made once, with the process's GIL
     switch interval shortened (:data:`~kieval_app.serving.tuning.SWITCH_INTERVAL_S`), the
-    fork server of the heavy reads started :data:`WARM_AFTER_S` later
+    fork server of the uploads' reads and scorings started :data:`WARM_AFTER_S` later
     (:mod:`kieval_app.serving.isolation`) and, in a
     server, its full garbage collections skipping what survived the last one
     (:mod:`kieval_app.serving.collector`)."""
     limits = Limits.from_env("app")
     sys.setswitchinterval(SWITCH_INTERVAL_S)  # why: kieval_app.serving.tuning
-    # heavy reads run in child processes (compute.read_dataset); their fork server imports
-    # the readers once, started after the first visitor's page rather than beside it (two
-    # cores shared with its browser); a heavy read before then starts it itself
+    # every read and scoring runs in a child process (compute.read_dataset); their fork
+    # server imports the readers once, started after the first visitor's page rather than beside it (two
+    # cores shared with its browser); a read before then starts it itself
     warming = threading.Timer(WARM_AFTER_S, isolation.warm)
     warming.daemon = True
     warming.start()

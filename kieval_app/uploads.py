@@ -89,10 +89,10 @@ def cancel_pending() -> None:
     """The Cancel button beside the progress of uploads: the queue is dropped and nothing of
     the batch is loaded; the session keeps what it had. Streamlit starts the new run at
     once (fast reruns) and stops the old one at its next Streamlit call: a file waiting for
-    its turn leaves the queue within half a second; a large file being read or scored (in
-    a child process, :func:`compute.read_dataset`, :func:`compute.score`) has its work
-    stopped, its CPU and memory freed, within a quarter of a second. A small file's read (a
-    fraction of a second) ends first."""
+    its turn leaves the queue within half a second; a file being read or scored (in a
+    child process, :func:`compute.read_dataset`, :func:`compute.score`,
+    :func:`compute.page_images`) has its work stopped, its CPU and memory freed, within a
+    quarter of a second."""
     names = [source.name for _, source in st.session_state[PENDING]]
     st.session_state[PENDING] = []
     st.session_state[MESSAGES] = [("warning", f"cancelled: {', '.join(names)} not loaded")]
@@ -121,7 +121,7 @@ def process_pending(options: AppOptions, show, cancel_slot=None) -> None:
         waiting = compute.while_waiting(show, i / len(pending), text)
         try:
             if role == "images":
-                sources, notes = _new_images(sources, source, options)
+                sources, notes = _new_images(sources, source, options, waiting)
                 messages += notes
                 continue
             compute.admit_upload(shared, session_id(), sources, source, options)
@@ -167,13 +167,13 @@ def _new_ground_truth(sources: Sources, gt: Source, refused: list, options: AppO
     return Sources(gt, tuple(kept), images=images), still_refused, notes
 
 
-def _new_images(sources: Sources, source: Source,
-                options: AppOptions) -> tuple[Sources, list[tuple[str, str]]]:
+def _new_images(sources: Sources, source: Source, options: AppOptions,
+                waiting: compute.Waiting | None = None) -> tuple[Sources, list[tuple[str, str]]]:
     """Page images read once per content: loaded when any page is usable, with one warning
     per file or document that is not (raises for an archive that cannot be read)."""
     held = store().held_bytes(session_id()) + sources.size + source.size
     options.limits.check("session_mb", held, source.name, "held by this session with it")
-    images = compute.page_images(store(), source)
+    images = compute.page_images(store(), source, waiting)
     notes = [("warning", problem) for problem in images.problems]
     shown = list(images.pages)
     if sources.gt is not None:

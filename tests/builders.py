@@ -106,9 +106,53 @@ def replicated_jsonl(source: Path, path: Path, megabytes: float, prefix: str = "
     return path
 
 
+def menu_document(path: Path, key: str, lines: int) -> Path:
+    """One document (``big``) of ``lines`` CORD menu lines under ``key`` (``gt_parse`` or
+    ``prediction``): matching its groups costs their number squared (issue 33, N8: 5,000
+    lines are 680 KB)."""
+    menu = [{"nm": {"value": f"ITEM {i % 97}"}, "cnt": {"value": str(1 + i % 3)},
+             "price": {"value": f"{(i * 37) % 100},000"}} for i in range(lines)]
+    path.write_text(json.dumps({"doc_id": "big", key: {"menu": menu}}) + "\n")
+    return path
+
+
 def zip_bomb(path: Path) -> Path:
     """A zip of about 1 MB holding one JSON member of 1,000 MiB of blanks."""
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive, archive.open("d0.json", "w") as member:
         for _ in range(1000):
             member.write(b" " * 2**20)
     return path
+
+
+def tiff_frames(frames: int) -> bytes:
+    """A little-endian TIFF of ``frames`` 1 x 1 grey frames, the IFDs chained (issue 33, N1:
+    counting them walked every frame)."""
+    import struct
+
+    entries = ((256, 3, 1), (257, 3, 1), (258, 3, 8), (259, 3, 1), (262, 3, 1), (273, 4, None),
+               (278, 3, 1), (279, 4, 1))
+    ifd_size = 2 + 12 * len(entries) + 4
+    parts, offset = [b"II*\x00" + struct.pack("<I", 8)], 8
+    for i in range(frames):
+        pixel = offset + ifd_size
+        following = pixel + 2 if i < frames - 1 else 0
+        body = b"".join(struct.pack("<HHI", tag, kind, 1) + (struct.pack("<I", pixel) if value is None else
+                        struct.pack("<HH", value, 0) if kind == 3 else struct.pack("<I", value))
+                        for tag, kind, value in entries)
+        parts.append(struct.pack("<H", len(entries)) + body + struct.pack("<I", following) + b"\x80\x00")
+        offset = following
+    return b"".join(parts)
+
+
+def large_pdf(pages: int, points: int = 4_500) -> bytes:
+    """A PDF of ``pages`` blank pages of ``points`` points a side (issue 33, N11)."""
+    import io
+
+    import pypdfium2 as pdfium
+
+    document = pdfium.PdfDocument.new()
+    for _ in range(pages):
+        document.new_page(points, points)  # 6,875 x 6,875 pixels at 110 dpi: each under the page cap
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()

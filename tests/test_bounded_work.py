@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from builders import menu_document
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rapidfuzz.distance import Levenshtein
@@ -145,18 +146,11 @@ def test_the_cli_on_long_values_ends_within_30_s(tmp_path, compare):
 # --- the cost of scoring an input, from a scan before the work (N8, N7) ---------------------
 
 
-def _menu(path: Path, key: str, lines: int) -> Path:
-    menu = [{"nm": {"value": f"ITEM {i % 97}"}, "cnt": {"value": str(1 + i % 3)},
-             "price": {"value": f"{(i * 37) % 100},000"}} for i in range(lines)]
-    path.write_text(json.dumps({"doc_id": "big", key: {"menu": menu}}) + "\n")
-    return path
-
-
 @pytest.mark.skipif(sys.platform != "linux", reason="address-space limit")
 @pytest.mark.parametrize("lines", [5_000, 25_000])
 def test_a_document_too_large_to_match_is_refused_by_name_before_matching(tmp_path, lines):
-    gt = _menu(tmp_path / "gt.jsonl", "gt_parse", lines)
-    pred = _menu(tmp_path / "pred.jsonl", "prediction", lines)
+    gt = menu_document(tmp_path / "gt.jsonl", "gt_parse", lines)
+    pred = menu_document(tmp_path / "pred.jsonl", "prediction", lines)
     done, seconds = run_bounded(["evaluate", "--gt", str(gt), "--pred", str(pred)])
     assert done.returncode == 2, done.stderr
     assert "MemoryError" not in done.stderr and "out of memory" not in done.stderr

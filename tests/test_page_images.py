@@ -9,6 +9,7 @@ import zipfile
 
 import pypdfium2 as pdfium
 import pytest
+from builders import large_pdf, tiff_frames
 from PIL import Image
 
 from kieval_core import KievalInputError
@@ -111,25 +112,6 @@ def test_no_page_image_at_all_is_said():
 # --- issue 33: what a set of page images costs, read from the headers (N1, N11, N6) ----------
 
 
-def _tiff_frames(frames: int) -> bytes:
-    """A little-endian TIFF of ``frames`` 1 x 1 grey frames, the IFDs chained."""
-    import struct
-
-    entries = ((256, 3, 1), (257, 3, 1), (258, 3, 8), (259, 3, 1), (262, 3, 1), (273, 4, None),
-               (278, 3, 1), (279, 4, 1))
-    ifd_size = 2 + 12 * len(entries) + 4
-    parts, offset = [b"II*\x00" + struct.pack("<I", 8)], 8
-    for i in range(frames):
-        pixel = offset + ifd_size
-        following = pixel + 2 if i < frames - 1 else 0
-        body = b"".join(struct.pack("<HHI", tag, kind, 1) + (struct.pack("<I", pixel) if value is None else
-                        struct.pack("<HH", value, 0) if kind == 3 else struct.pack("<I", value))
-                        for tag, kind, value in entries)
-        parts.append(struct.pack("<H", len(entries)) + body + struct.pack("<I", following) + b"\x80\x00")
-        offset = following
-    return b"".join(parts)
-
-
 def _timed_read(data: bytes, name: str):
     import time
 
@@ -143,7 +125,7 @@ def _timed_read(data: bytes, name: str):
 
 
 def test_a_tiff_of_200000_frames_is_read_from_its_first_frame_within_20_s():
-    data = _zip({"validation_0001.tif": _tiff_frames(200_000)})
+    data = _zip({"validation_0001.tif": tiff_frames(200_000)})
     assert len(data) < 2_000_000  # small on disk (the red team's was 578 KB)
     images, seconds = _timed_read(data, "frames.zip")
     assert seconds < 20  # before: every frame walked to count them (about 13 minutes)
@@ -151,17 +133,8 @@ def test_a_tiff_of_200000_frames_is_read_from_its_first_frame_within_20_s():
     assert images.page("validation_0001", 1).width == 1
 
 
-def _large_pdf(pages: int, points: int = 4_500) -> bytes:
-    document = pdfium.PdfDocument.new()
-    for _ in range(pages):
-        document.new_page(points, points)  # 6,875 x 6,875 pixels at 110 dpi: each under the page cap
-    out = io.BytesIO()
-    document.save(out)
-    return out.getvalue()
-
-
 def test_a_set_of_large_pages_is_refused_from_its_headers_within_20_s():
-    pdf = _large_pdf(50)
+    pdf = large_pdf(50)
     png = _png(7_000, 7_000, mode="L")
     cases = {"pages.pdf": pdf, "pngs.zip": _zip({f"validation_{i:04d}.png": png for i in range(20)})}
     assert len(pdf) < 20_000 and len(cases["pngs.zip"]) < 2_000_000

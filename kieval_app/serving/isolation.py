@@ -1,9 +1,11 @@
-"""Heavy work in a child process the server can kill at once.
+"""Work on uploads in a child process the server can kill at once.
 
-A read of a large file parses for seconds in pure Python: in a thread of the server it
-holds the GIL against every other session's script (their clicks wait) and, once started,
-cannot be stopped (a cancelled upload was read to the end). :func:`run_isolated` runs such
-a function in a child process instead and waits for it in short polls
+A read of a large file parses for seconds in pure Python, and a few KB can cost minutes
+(page images of millions of pixels, a document of thousands of lines to match): in a
+thread of the server such work holds the GIL against every other session's script (their
+clicks wait), delays the server's answer to SIGTERM, and, once started, cannot be stopped
+(a cancelled upload was read to the end). :func:`run_isolated` runs a function in a child
+process instead and waits for it in short polls
 (:data:`POLL_S`), calling ``tick()`` between them; whatever ends the wait early (``tick``
 raising because the page's run was cancelled, the session ending, any exception) kills
 the child on the way out, so its CPU and memory are freed within a poll. The result comes
@@ -15,7 +17,10 @@ child that dies without an answer (the out-of-memory killer, a crash in a librar
 
 Children start from a ``forkserver`` (never a plain fork of the threaded server) that has
 imported the core's readers already (:data:`PRELOAD`), so one starts in milliseconds;
-:func:`warm` starts that server ahead of the first heavy read. Nothing Streamlit here.
+:func:`warm` starts that server ahead of the first read. A child that did its work and
+stayed small waits for the next (up to :data:`SPARE` of them), so a small read costs
+about what it costs in the server's thread; a child that was stopped, failed to answer or
+grew past :data:`REUSE_BYTES` is ended. Nothing Streamlit here.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import io
 import multiprocessing
 import os
 import pickle
+import resource
 import signal
 import threading
 from collections.abc import Callable
@@ -33,9 +39,17 @@ from typing import Any
 
 #: Seconds between two checks of a child (and two calls of ``tick``).
 POLL_S = 0.25
+#: Children kept, once their work is done, for the next work: a child's first read costs
+#: about three times a later one (the pages it touches are copied from the fork server's,
+#: one by one), so a spare child makes a small upload's read in a child cost about what it
+#: costs in the server's thread (bench/README.md, "Every upload in a child").
+SPARE = 2
+#: A child whose peak resident memory went above this ends after its work instead of
+#: waiting for more: its memory goes back to the system with it.
+REUSE_BYTES = 256 * 2**20
 #: Modules the fork server imports once, so that each child has them already (this one, to
-#: run the child; the core's readers and scoring, for the heavy reads and scorings).
-PRELOAD = ("kieval_app.serving.isolation", "kieval_core.read.formats", "kieval_core.result.scoring")
+#: run the child; the app's work run there, with the core's readers and scoring).
+PRELOAD = ("kieval_app.serving.isolation", "kieval_app.compute")
 
 _CONTEXT = multiprocessing.get_context("forkserver")
 _CONTEXT.set_forkserver_preload(list(PRELOAD))
@@ -100,8 +114,63 @@ def _how(exitcode: int | None) -> str:
 
 def warm() -> None:
     """Start the fork server in the background (it imports :data:`PRELOAD`), so that the
-    first heavy read does not wait for it."""
+    first read does not wait for it."""
     threading.Thread(target=forkserver.ensure_running, name="kieval-forkserver", daemon=True).start()
+
+
+class _Child:
+    """A child process and the parent's end of its two-way pipe."""
+
+    def __init__(self) -> None:
+        self.connection, theirs = _CONTEXT.Pipe(duplex=True)
+        self.process = _Process(target=_serve, args=(theirs,), daemon=True, name="kieval-work")
+        try:
+            self.process.start()
+        except BaseException:
+            self.connection.close()
+            raise
+        finally:
+            theirs.close()  # the child's end: EOF here once the child is gone
+
+    def end(self) -> None:
+        """Kill the child if it still runs, and reap it."""
+        self.connection.close()
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join()
+
+
+_spare: list[_Child] = []  # children that finished small work, waiting for the next
+_spare_lock = threading.Lock()
+
+
+def _child() -> _Child:
+    """A spare child that is still alive, else a new one."""
+    with _spare_lock:
+        while _spare:
+            child = _spare.pop()
+            if child.process.is_alive():
+                return child
+            child.end()
+    return _Child()
+
+
+def end_spares() -> None:
+    """End the children waiting for work (their memory goes back to the system)."""
+    with _spare_lock:
+        spare = list(_spare)
+        _spare.clear()
+    for child in spare:
+        child.end()
+
+
+def _keep(child: _Child) -> None:
+    """Keep ``child`` for the next work, up to :data:`SPARE` children; end the others."""
+    with _spare_lock:
+        if len(_spare) < SPARE:
+            _spare.append(child)
+            return
+    child.end()
 
 
 def run_isolated(function: Callable[..., Any], *args: Any, tick: Callable[[], None] | None = None,
@@ -112,47 +181,56 @@ def run_isolated(function: Callable[..., Any], *args: Any, tick: Callable[[], No
     ``tick()`` is called every :data:`POLL_S` while the child runs, and whatever it raises
     ends the wait and the child. Raises what ``function`` raised, or :class:`ChildDied`.
     """
-    receiver, sender = _CONTEXT.Pipe(duplex=False)
-    child = _Process(target=_serve, args=(sender, function, args, kwargs), daemon=True,
-                             name=f"kieval-{getattr(function, '__name__', 'work')}")
+    child = _child()
+    kept = False
     try:
-        child.start()
-    except BaseException:
-        receiver.close()
-        raise
-    finally:
-        sender.close()  # the child's end: EOF here once the child is gone
-    try:
-        while not receiver.poll(POLL_S):
+        try:
+            child.connection.send((function, args, kwargs))
+        except (BrokenPipeError, ConnectionResetError):  # a spare that died meanwhile
+            child.end()
+            child = _Child()
+            child.connection.send((function, args, kwargs))
+        while not child.connection.poll(POLL_S):
             if tick is not None:
                 tick()
         try:
-            succeeded, value = receiver.recv()
+            succeeded, value, reusable = child.connection.recv()
         except EOFError:  # ended without an answer
-            child.join()
-            raise ChildDied(child.exitcode) from None
+            child.process.join()
+            raise ChildDied(child.process.exitcode) from None
+        kept = reusable
     finally:
-        receiver.close()
-        if child.is_alive():
-            child.kill()
-        child.join()
+        if kept:
+            _keep(child)
+        else:
+            child.end()
     if succeeded:
         return value
     raise value
 
 
-def _serve(sender, function: Callable[..., Any], args: tuple, kwargs: dict) -> None:
-    """In the child: compute, and send back ``(True, value)`` or ``(False, exception)``."""
-    try:
-        outcome = (True, function(*args, **kwargs))
-    except BaseException as exc:  # noqa: BLE001 - every failure goes back to the parent
-        outcome = (False, _portable(exc))
-    try:
-        sender.send(outcome)
-    except (BrokenPipeError, ConnectionResetError):  # the parent stopped waiting
-        return
-    except Exception as exc:  # noqa: BLE001 - the value itself could not be pickled
-        sender.send((False, _portable(exc)))
+def _serve(connection) -> None:
+    """In the child: compute each piece of work received and send back ``(True, value,
+    reusable)`` or ``(False, exception, reusable)``; ``reusable`` is False once the child
+    has held more than :data:`REUSE_BYTES` (it then ends, its memory with it)."""
+    while True:
+        try:
+            function, args, kwargs = connection.recv()
+        except EOFError:  # the parent is gone, or ended this child
+            return
+        try:
+            outcome = (True, function(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - every failure goes back to the parent
+            outcome = (False, _portable(exc))
+        reusable = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 <= REUSE_BYTES
+        try:
+            connection.send((*outcome, reusable))
+        except (BrokenPipeError, ConnectionResetError):  # the parent stopped waiting
+            return
+        except Exception as exc:  # noqa: BLE001 - the value itself could not be pickled
+            connection.send((False, _portable(exc), reusable))
+        if not reusable:
+            return
 
 
 def _portable(exc: BaseException) -> BaseException:

@@ -11,7 +11,8 @@ connected; a session disconnected for ``grace`` seconds is closed for good: its 
 results are dropped from its state (Streamlit's runtime loop may keep a closed session's
 object until another session comes or goes), Streamlit closes it as it would after its
 TTL, the store releases what it held, and at the next check the freed memory is returned
-to the operating system; so it is at every check that finds no session at all: after a
+to the operating system; so it is at every check that finds no session at all (and the
+spare children of :mod:`~kieval_app.serving.isolation` are ended then): after a
 release, glibc's heap is mostly free pages, which the server's own small allocations
 (timers, the event loop) touch again, one by one, if nothing trims them (+30-40 MiB within
 a minute in bench_admission, with no more objects alive). A browser that comes back
@@ -29,6 +30,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from . import isolation
 from .store import Store
 
 #: Seconds a disconnected session is kept (a network blip, a laptop lid) before it is closed.
@@ -82,6 +84,8 @@ class Reaper:
         # free heap pages the server's own timers touched again go back (glibc keeps them)
         if self._trim_next or (nobody and not closed):
             self.store.trim()
+        if nobody:  # the spare children wait for uploads nobody is here to make
+            isolation.end_spares()
         for streamlit_id, (store_id, forget) in closed:
             forget()  # Streamlit may keep a closed session's object a while (a loop's variable)
             self.on_loop(lambda sid=streamlit_id: self.runtime.close_session(sid))

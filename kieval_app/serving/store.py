@@ -25,7 +25,7 @@ a stale entry. The store is
 * **taking turns**: at most ``heavy_slots`` heavy pieces of work (estimated at
   :data:`~kieval_core.limits.HEAVY_BYTES` or more) run at once; the others wait their
   turn, first come first served, and their caller is told how many are ahead
-  (``waiting``). The app runs heavy reads and scorings in child processes
+  (``waiting``). The app runs every read and scoring in a child process
   (:mod:`kieval_app.compute`), off this process's GIL, but the machine's few cores are
   shared with the sessions' scripts and each result is unpickled here: more in parallel
   finish no sooner and make every other session's clicks slow. Only a thread's

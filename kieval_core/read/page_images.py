@@ -16,6 +16,7 @@ are shown), a name that is no document of the ground truth (:func:`unknown_docum
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import io
@@ -39,6 +40,8 @@ PDF_SUFFIX = ".pdf"
 DISPLAY_SIDE = 1200
 #: Resolution a PDF page is rendered at (points are 1/72 inch).
 PDF_DPI = 110
+#: Bytes a decoded pixel takes at most (RGBA) while its page is downscaled.
+BYTES_PER_PIXEL = 4
 
 
 def missing_dashboard_packages() -> list[str]:
@@ -353,6 +356,25 @@ def image_files(data: bytes, name: str, limits: ImageLimits) -> dict[str, bytes]
         return files
     except (zipfile.BadZipFile, OSError, RuntimeError, EOFError) as exc:
         raise KievalInputError(name, None, f"not a readable zip archive ({exc})") from None
+
+
+def images_cost(data: bytes, name: str, limits: ImageLimits) -> int:
+    """Estimated peak memory of reading an upload of page images (:func:`image_files`, then
+    :func:`read_page_images`) from its size alone, before anything is opened: the upload,
+    its files (a zip's declared sizes, never more than :attr:`ImageLimits.max_bytes`) and
+    the largest page the caps let through decoded (pages are decoded one at a time). A few
+    KB can hold pages of millions of pixels: the cost is the pixels', not the bytes'.
+
+    >>> images_cost(b"x" * 1000, "a.png", ImageLimits(max_pixels=1000)) == 2000 + 4000
+    True
+    """
+    size = len(data)  # also for a zip that cannot be opened (reading it says why)
+    if name.lower().endswith(".zip"):
+        with (contextlib.suppress(zipfile.BadZipFile, OSError, RuntimeError, EOFError),
+              zipfile.ZipFile(io.BytesIO(data)) as archive):
+            size = sum(m.file_size for m in archive.infolist())
+    page = min(limits.max_pixels, limits.max_total_pixels) * BYTES_PER_PIXEL
+    return len(data) + min(size, limits.max_bytes) + page
 
 
 def directory_files(directory: str | Path, limits: ImageLimits) -> tuple[dict[str, bytes], list[str]]:

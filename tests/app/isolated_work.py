@@ -31,3 +31,11 @@ def sleep_after_writing_pid(path: str) -> None:
 
 def kill_self() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def grow_and_give_pid(n_bytes: int) -> int:
+    """Touch ``n_bytes`` of memory (the child's peak grows by as much), then free it."""
+    block = bytearray(n_bytes)
+    block[::4096] = b"x" * len(block[::4096])
+    del block
+    return os.getpid()

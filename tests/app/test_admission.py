@@ -394,3 +394,24 @@ def test_a_server_with_nobody_gives_back_its_free_memory_at_every_check():
     assert len(trims) == 2
     reaper.sweep()
     assert len(trims) == 3
+
+
+def test_a_server_with_nobody_ends_its_spare_children():
+    """The children kept for the next upload (kieval_app.serving.isolation) hold ~23 MiB of
+    their own each: a check that finds nobody ends them; with a session there, they stay."""
+    import os
+
+    from kieval_app.serving import isolation
+    from kieval_app.serving.isolation import run_isolated
+
+    runtime = FakeRuntime()
+    runtime.active = {"tab"}
+    reaper = Reaper(Store(), runtime, lambda call: call(), grace=30, clock=lambda: 0.0)
+    reaper.register("tab", "s")
+    spare = run_isolated(os.getpid)
+    reaper.sweep()
+    assert spare in {c.process.pid for c in isolation._spare}
+    runtime.active = set()
+    reaper = Reaper(Store(), runtime, lambda call: call(), grace=30, clock=lambda: 0.0)
+    reaper.sweep()
+    assert not isolation._spare

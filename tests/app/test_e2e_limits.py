@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
+import statistics
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -22,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from browser_setup import CHROMIUM, need_chromium, wait_idle
-from builders import replicated_jsonl, zip_bomb
+from builders import menu_document, replicated_jsonl, zip_bomb
 
 from kieval_app.serving.headless import CHROMIUM_ARGS, free_port, server_log, stop, wait_healthy
 
@@ -46,10 +49,9 @@ class Server:
         return _rss_mib(self.process.pid)
 
     def readers(self) -> list[psutil.Process]:
-        """The processes reading heavy uploads: the children of the server's fork server."""
-        children = psutil.Process(self.process.pid).children()
-        forkservers = [p for p in children if "forkserver" in " ".join(p.cmdline())]
-        return [c for f in forkservers for c in f.children()]
+        """The processes at work on uploads: the children of the server's fork server that
+        use the CPU (a spare child waits on its pipe for work)."""
+        return _at_work(self.process.pid)
 
     @contextlib.contextmanager
     def peak(self):
@@ -75,6 +77,12 @@ class Server:
 @pytest.fixture(scope="module")
 def server():
     need_chromium()
+    with _own_server() as running:
+        yield running
+
+
+@contextlib.contextmanager
+def _own_server():
     port = free_port()
     env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", "KIEVAL_MEMORY_BUDGET_MB": "1500"}
     log = server_log()
@@ -88,7 +96,8 @@ def server():
         wait_healthy(url, process, log=log)
         yield Server(url, process)
     finally:
-        stop(process)
+        if process.poll() is None:
+            stop(process)
         log.close()
 
 
@@ -212,6 +221,92 @@ def test_a_long_upload_can_be_cancelled_keeping_the_session(server, browser, tmp
     context.close()
     assert all(stopped), [p.pid for p in readers]
     assert answered < rest, (answered, rest)  # the page answered without waiting for a read
+
+
+def _at_work(pid: int, window_s: float = 0.3) -> list[psutil.Process]:
+    """The children of the fork server of process ``pid`` that used the CPU within ``window_s``."""
+    forkservers = [p for p in psutil.Process(pid).children() if "forkserver" in " ".join(p.cmdline())]
+    children = [c for f in forkservers for c in f.children()]
+    before = {}
+    for child in children:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            before[child.pid] = sum(child.cpu_times()[:2])
+    time.sleep(window_s)
+    working = []
+    for child in children:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            if sum(child.cpu_times()[:2]) > before.get(child.pid, 0):
+                working.append(child)
+    return working
+
+
+def _switch_pages(page, until: Callable[[], bool], at_least: int = 0) -> list[float]:
+    """Switch the page's pages in turn until ``until()`` (and ``at_least`` times): the
+    seconds each switch took, from the click to the end of the script run."""
+    titles = ["Documents", "Errors", "Overview"]
+    seconds: list[float] = []
+    while len(seconds) < at_least or not until():
+        started = time.monotonic()
+        nav = page.get_by_test_id("stSidebarNav")
+        nav.get_by_role("link", name=titles[len(seconds) % 3], exact=True).click()
+        page.wait_for_timeout(100)
+        wait_idle(page, TIMEOUT_MS, settle_ms=0)
+        seconds.append(time.monotonic() - started)
+    return seconds
+
+
+def test_a_document_of_thousands_of_lines_is_refused_by_name_off_the_server(server, browser, tmp_path):
+    """Issue 33, N8, as it was seen in the browser: a document of 5,000 menu lines (a
+    680 KB file) was scored in the server's process (RSS 295 -> 4,766 MiB) and the server
+    then ignored SIGTERM for 18 s. Here 25,000 lines (3.4 MB): read in a child process and
+    refused at the groups limit, naming the file, the document and the figure; the server's
+    own memory stays where it was, and another session's page switches go on meanwhile."""
+    gt = menu_document(tmp_path / "n8_gt.jsonl", "gt_parse", 25_000)
+    observer_context, observer = _open(browser, server)
+    idle = _switch_pages(observer, lambda: True, at_least=6)
+    context, page = _open(browser, server)
+    with server.peak() as rss:
+        start = rss["peak"]
+        page.locator(GT_BOX).locator("input[type=file]").set_input_files(str(gt))
+        busy = _switch_pages(observer, lambda: "n8_gt.jsonl" in _alerts(page), at_least=3)
+        _idle(page)
+    shown = _alerts(page)
+    context.close()
+    observer_context.close()
+    assert ("refused: n8_gt.jsonl, document 'big': 25,000 groups of type 'menu' (matching them costs their "
+            "number squared) is above the limit of 1,000 groups (raise it with --max-groups-per-doc or "
+            "KIEVAL_MAX_GROUPS_PER_DOC)") in shown, shown
+    assert rss["peak"] - start < 25, (start, rss["peak"])  # its parse stays in the child (main: +51 MiB)
+    print(f"N8: server RSS {start:.0f} -> peak {rss['peak']:.0f} MiB; page switches idle {idle}, busy {busy}")
+    idle_s = statistics.median(idle)
+    assert statistics.median(busy) <= max(2 * idle_s, idle_s + 1), (idle, busy)
+
+
+def test_the_server_answers_sigterm_at_once_while_an_upload_is_worked_on(browser, tmp_path):
+    """Issue 33: the server ignored SIGTERM for 18 s while an upload's matching ran in its
+    process. With every upload's work in a child, a server reading a 60 MB ground truth
+    exits within two seconds of SIGTERM and leaves no process behind."""
+    gt = _ground_truth(tmp_path / "long_gt.jsonl", 60)
+    with _own_server() as server:
+        context, page = _open(browser, server)
+        page.locator(GT_BOX).locator("input[type=file]").set_input_files(str(gt))
+        deadline = time.monotonic() + 60
+        readers = []
+        while not readers and time.monotonic() < deadline:  # the read has started
+            readers = server.readers()
+        assert readers, "the read did not run in a child process"
+        top = psutil.Process(server.process.pid)
+        family = [top, *top.children(recursive=True)]
+        time.sleep(1)  # well into the read (about 5 s)
+        sent = time.monotonic()
+        server.process.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            server.process.wait(timeout=10)
+        exited = time.monotonic() - sent
+        left = [p.pid for p in family if not _gone(p, time.monotonic() + 2)]
+        context.close()
+    assert exited < 2, exited
+    assert not left, left
 
 
 def _gone(process: psutil.Process, deadline: float) -> bool:

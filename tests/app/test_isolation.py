@@ -22,6 +22,7 @@ from builders import replicated_jsonl
 import kieval_app
 import kieval_core
 from kieval_app import compute
+from kieval_app.serving import isolation
 from kieval_app.serving.isolation import ChildDied, run_isolated
 from kieval_app.serving.store import Busy, Store, TaskCancelled
 from kieval_app.sources import AppOptions, Source
@@ -32,6 +33,7 @@ from kieval_core.exceptions import (
     UndefinedMetricWarning,
     UnscoredKeyWarning,
 )
+from kieval_core.keys import KeyCounts
 from kieval_core.limits import LimitExceeded
 from kieval_core.output.outputs import Interrupted
 from kieval_core.read.formats.jsontext import NeedsSourceText
@@ -82,9 +84,11 @@ def _gone(pid: int, within_s: float = 2.0) -> bool:
 
 
 def _readers() -> list[psutil.Process]:
-    """The children the fork server of this process runs (the reads in progress)."""
+    """The children the fork server of this process runs that are at work (the reads in
+    progress; the spare ones wait for work)."""
+    spare = {child.process.pid for child in isolation._spare}
     servers = [p for p in psutil.Process().children() if "forkserver" in " ".join(p.cmdline())]
-    return [c for s in servers for c in s.children()]
+    return [c for s in servers for c in s.children() if c.pid not in spare]
 
 
 class Stopped(Exception):
@@ -171,17 +175,68 @@ def big_gt(tmp_path_factory) -> Source:
     return Source.of(path.name, path.read_bytes())
 
 
-def test_a_heavy_read_runs_in_a_child_and_a_small_one_in_the_server(big_gt):
+def test_a_heavy_read_runs_in_a_child(big_gt):
     store = Store(heavy_bytes=2**20)
     calls: list[int] = []
     read = compute.read_dataset(store, big_gt, AppOptions(), "gt", calls.append)
     assert calls and set(calls) == {0}  # told while its child read the file
     assert read.doc_ids == load_bytes(big_gt.data, big_gt.name, AppOptions().load_options("gt")).doc_ids
     assert store.peek(compute._dataset_key(big_gt, AppOptions(), "gt")) is read  # kept for every session
-    told = len(calls)
-    small = Source.of("gt.jsonl", SAMPLE_GT.read_bytes())
-    compute.read_dataset(Store(), small, AppOptions(), "gt", calls.append)
-    assert len(calls) == told  # read in the server's thread: nothing to wait for
+
+
+@pytest.fixture
+def isolated(monkeypatch) -> list[str]:
+    """The names of the functions the app runs in a child process, in order."""
+    children: list[str] = []
+
+    def recorded(function, *args, **kwargs):
+        children.append(function.__name__)
+        return run_isolated(function, *args, **kwargs)
+
+    monkeypatch.setattr(compute, "run_isolated", recorded)
+    return children
+
+
+def test_every_read_and_scoring_runs_in_a_child_whatever_its_estimate(isolated):
+    """Issue 33: small reads and scorings ran in the server's thread (a few KB can cost
+    minutes, and work there cannot be stopped or kept from the other sessions' GIL)."""
+    gt = Source.of("gt.jsonl", SAMPLE_GT.read_bytes())
+    pred = Source.of("weak.jsonl", (ROOT / "sample_data" / "sim_weak.jsonl").read_bytes())
+    store = Store()
+    model, keys, _ = compute.score(store, gt, pred, AppOptions())
+    assert isolated == ["load_bytes", "score_file"]
+    here = load_bytes(pred.data, pred.name, AppOptions().load_options("pred"), name="weak")
+    assert keys == KeyCounts.of(here) and len(model.tally.documents) == 100
+    assert compute.keys_of(store, pred, AppOptions()) == keys  # left by the scoring: not read again
+    assert isolated == ["load_bytes", "score_file"]
+    compute.keys_of(Store(), pred, AppOptions())
+    assert isolated[-1] == "file_keys"
+
+
+def test_a_child_that_stayed_small_does_the_next_work_and_a_stopped_one_does_not():
+    """What makes every read in a child cheap: the child of a small read waits for the next
+    one (a fresh child's first read costs about three times a later one); a child whose
+    wait was stopped is ended, never reused."""
+    first = run_isolated(os.getpid)
+    assert run_isolated(os.getpid) == first != os.getpid()
+
+    class Cancelled(Exception):
+        pass
+
+    def tick():
+        raise Cancelled
+
+    with pytest.raises(Cancelled):
+        run_isolated(time.sleep, 5, tick=tick)  # in the child of the last work: the spare taken last
+    assert _gone(first)
+    assert run_isolated(os.getpid) != first
+
+
+def test_a_child_that_grew_ends_after_its_work():
+    """Its memory goes back to the system: a child whose peak went above REUSE_BYTES is not kept."""
+    pid = run_isolated(isolated_work.grow_and_give_pid, isolation.REUSE_BYTES + 2**24)
+    assert _gone(pid)
+    assert run_isolated(os.getpid) != pid
 
 
 def test_a_cancelled_heavy_read_stops_its_child_at_once(big_gt):
@@ -315,10 +370,6 @@ def test_a_scoring_whose_matching_is_heavy_runs_in_a_child_whatever_the_bytes():
     model = compute.score(store, gt, pred, AppOptions(), calls.append)[0]
     assert calls and set(calls) == {0}  # told while its child scored (before: in the server's thread)
     assert len(model.tally.documents) == 1
-    told = len(calls)
-    small_gt, small_pred = _menu_source("g.jsonl", "gt_parse", 20), _menu_source("p.jsonl", "prediction", 20)
-    compute.score(Store(), small_gt, small_pred, AppOptions(), calls.append)
-    assert len(calls) == told  # 20 lines: scored in the server's thread
 
 
 def test_page_images_are_read_in_a_child(monkeypatch):
@@ -343,3 +394,77 @@ def test_page_images_are_read_in_a_child(monkeypatch):
         z.writestr("validation_0000.png", png.getvalue())
     images = compute.page_images(Store(), Source.of("pages.zip", archive.getvalue()))
     assert children == ["read_images"] and images.n_pages("validation_0000") == 1
+
+
+@pytest.fixture(scope="module")
+def slow_pages() -> Source:
+    """Six blank pages of 7,000 x 7,000 pixels in a 1 MB zip: seconds to decode and scale,
+    under every cap (issue 33, N11)."""
+    import io
+    import zipfile
+
+    from PIL import Image
+
+    png = io.BytesIO()
+    Image.new("L", (7_000, 7_000), 255).save(png, "PNG")
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as z:
+        for i in range(6):
+            z.writestr(f"validation_{i:04d}.png", png.getvalue())
+    return Source.of("pages.zip", archive.getvalue())
+
+
+def test_a_page_image_read_stops_when_its_run_stops(slow_pages):
+    """Issue 33: the page images' child was never told to stop: a cancelled upload or a
+    closed tab (the reaper stops its run, whose progress update then raises) left it
+    reading (N1: 13 minutes). Now its wait calls ``waiting`` and ends the child."""
+    store = Store()
+    seen: list[psutil.Process] = []
+    with pytest.raises(Stopped):
+        compute.page_images(store, slow_pages, _stop_seeing(seen))
+    assert seen, "the read was not in a child process"
+    assert all(_gone(p.pid) for p in seen)
+    assert store.peek(compute._images_key(slow_pages, compute.image_limits())) is None
+    assert store.stats()["reserved"] == 0
+
+
+class _Reserving(Store):
+    """A store that notes what each piece of work reserved."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.costs: list[int] = []
+
+    def _acquire(self, cost, waiting):
+        self.costs.append(cost)
+        return super()._acquire(cost, waiting)
+
+
+def test_a_scoring_reserves_what_matching_its_groups_costs():
+    """Issue 33, N8: admission reserved a scoring by its files' bytes (~0.5 MiB for 1,000 menu
+    lines in 50 KB files) while matching them takes ~150 MiB; a server without that room
+    now says it is busy instead of starting it."""
+    from kieval_core.limits import MIB, matching_cost
+
+    gt, pred = _menu_source("gt.jsonl", "gt_parse", 1_000), _menu_source("pred.jsonl", "prediction", 1_000)
+    store = _Reserving()
+    compute.score(store, gt, pred, AppOptions())
+    assert max(store.costs) >= matching_cost({("big", "menu"): 1_000}, {}) > 100 * MIB
+    tight = Store(budget=store.in_use() + 100 * MIB)
+    with pytest.raises(Busy):
+        compute.score(tight, gt, pred, AppOptions())
+
+
+def test_page_images_reserve_what_their_pixels_cost(slow_pages):
+    """Issue 33, N11: page images reserved nothing (a 1 MB zip decodes pages of 49 million
+    pixels, one at a time): now the upload, its files and the largest page the caps let
+    through; a server without that room says it is busy."""
+    from kieval_core.limits import MIB
+
+    limits = compute.image_limits()
+    assert compute.images_cost(slow_pages.data, slow_pages.name, limits) >= limits.max_pixels * 4 > 100 * MIB
+    store = _Reserving()
+    tight = _Reserving(budget=store.in_use() + 100 * MIB)
+    with pytest.raises(Busy):
+        compute.page_images(tight, slow_pages)
+    assert tight.costs == [compute.images_cost(slow_pages.data, slow_pages.name, limits)]

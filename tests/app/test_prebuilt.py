@@ -8,11 +8,11 @@ import json
 import pytest
 
 from kieval_app import compute, prebuilt
+from kieval_app.serving.isolation import run_isolated
 from kieval_app.serving.store import Store
 from kieval_app.sources import AppOptions, Source, sample_sources
 from kieval_core import DecisionOptions, load_bytes
 from kieval_core.output.render import report_json
-from kieval_core.result import scoring
 
 
 @pytest.fixture
@@ -23,19 +23,17 @@ def cache(tmp_path, monkeypatch):
 
 @pytest.fixture
 def counted(monkeypatch):
-    """Every read and scoring the app makes, by file name."""
+    """Every read and scoring the app makes (each in a child process), by file name."""
     calls = []
 
-    def load(data, source, *args, **kwargs):
-        calls.append(("read", source))
-        return load_bytes(data, source, *args, **kwargs)
+    def isolated(function, *args, **kwargs):
+        if function is compute.score_file:
+            calls.append(("score", kwargs["name"]))
+        elif function in (load_bytes, compute.file_keys):
+            calls.append(("read", args[1]))
+        return run_isolated(function, *args, **kwargs)
 
-    def score(*args, **kwargs):
-        calls.append(("score", kwargs["name"]))
-        return scoring.score_model(*args, **kwargs)
-
-    monkeypatch.setattr(compute, "load_bytes", load)
-    monkeypatch.setattr(compute, "score_model", score)
+    monkeypatch.setattr(compute, "run_isolated", isolated)
     return calls
 
 
