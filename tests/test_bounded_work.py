@@ -222,11 +222,13 @@ def test_many_values_of_one_type_in_one_group_are_refused_by_name(tmp_path):
        st.booleans())
 def test_the_most_values_of_a_cell_equal_the_groupby_that_names_them(rows, categorical):
     """The packed integer key counts what the groupby of the limit's message counts (rows
-    with a missing key left out), whether the columns are text or categorical."""
-    from kieval_core.read.formats import _most_values_per_cell
+    with a missing key left out), whether the columns are text or categorical; so does the
+    count per document checked first."""
+    from kieval_core.read.formats import CELL_KEYS, _most_rows
 
-    frame = pd.DataFrame(rows, columns=["doc_id", "group_type", "group", "entity_type"])
+    frame = pd.DataFrame(rows, columns=list(CELL_KEYS))
     if categorical:
         frame = frame.astype({c: "category" for c in ("doc_id", "group_type", "entity_type")})
-    sizes = frame.groupby(["doc_id", "group_type", "group", "entity_type"], sort=False, observed=True).size()
-    assert _most_values_per_cell(frame) == (int(sizes.max()) if len(sizes) else None)
+    for keys in (CELL_KEYS, ("doc_id",)):  # a cell, and the bound every cell of a document is under
+        sizes = frame.groupby(list(keys), sort=False, observed=True).size()
+        assert _most_rows(frame, keys) == (int(sizes.max()) if len(sizes) else None)

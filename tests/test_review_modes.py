@@ -135,7 +135,8 @@ def test_thresholds_read_off_the_sorted_confidences_equal_a_sort_of_their_own(va
 def test_every_type_from_one_sort_equals_each_type_alone(data):
     """by_type (one sort for every per-type table) gives each type's model as of_type
     does, array for array, the indexes of its predictions, and its confidence order (read
-    off the whole model's) as a stable sort of its own confidences."""
+    off the whole model's) as a stable sort of its own confidences; so does a restriction
+    to some documents."""
     gt, (pred,) = data
     review = _model(gt, pred).review
     parts, rows = review.by_type()
@@ -148,6 +149,9 @@ def test_every_type_from_one_sort_equals_each_type_alone(data):
             assert np.array_equal(getattr(part, key), getattr(alone, key)), key
         assert mine.tolist() == np.flatnonzero(review.entity_type == code).tolist()
         assert part.by_confidence.tolist() == np.argsort(alone.confidence, kind="stable").tolist()
+    half = np.arange(review.n_documents) % 2 == 0
+    assert review.restrict(half).by_confidence.tolist() == np.argsort(  # read off the sorted model
+        review.restrict(half).confidence, kind="stable").tolist()
 
 
 @pytest.mark.slow

@@ -248,7 +248,7 @@ class ReviewModel:
         documents = np.asarray(documents, bool)
         keep, base = documents[self.doc], documents[self.base_doc]
         new_code = np.cumsum(documents) - 1
-        return ReviewModel(
+        part = ReviewModel(
             confidence=self.confidence[keep], has_confidence=self.has_confidence[keep],
             doc=new_code[self.doc[keep]], entity_type=self.entity_type[keep], wrong=self.wrong[keep],
             gain=self.gain[keep], cell=self.cell[keep], copies=self.copies[keep],
@@ -257,6 +257,10 @@ class ReviewModel:
             base_doc=new_code[self.base_doc[base]], base_tp=self.base_tp[base],
             base_addition=self.base_addition[base],
         )
+        if "by_confidence" in self.__dict__:  # sorted already: the part's order is read off it
+            order = self.by_confidence
+            part.__dict__["by_confidence"] = (np.cumsum(keep) - 1)[order[keep[order]]]
+        return part
 
     def of_type(self, code: int) -> ReviewModel:
         """The model of one entity type alone (its predictions, TPs and additions)."""

@@ -13,7 +13,7 @@ import functools
 import io
 import zipfile
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
@@ -495,10 +495,12 @@ def check_scoring_cost(dataset: Dataset, limits: Limits) -> Dataset:
         limits.check("groups_per_doc", most, dataset.source,
                      f"of type {group_type!r} (matching them costs their number squared)",
                      where=f"document {doc_id!r}")
-    most = _most_values_per_cell(entities)
-    if most is not None and not limits.above("values_per_group", most):
-        return dataset
-    cells = entities.groupby(["doc_id", "group_type", "group", "entity_type"], sort=False, observed=True)
+    # a cell lies in one document: when no document holds more values than the limit, no cell does
+    for keys in (("doc_id",), CELL_KEYS):
+        most = _most_rows(entities, keys)
+        if most is not None and not limits.above("values_per_group", most):
+            return dataset
+    cells = entities.groupby(list(CELL_KEYS), sort=False, observed=True)
     values = cells.size()
     (doc_id, group_type, group, entity_type), most = values.idxmax(), int(values.max())
     inside = f"in one {group_type!r} group" if group >= 0 else "outside any group"
@@ -508,14 +510,17 @@ def check_scoring_cost(dataset: Dataset, limits: Limits) -> Dataset:
     return dataset
 
 
-def _most_values_per_cell(entities: pd.DataFrame) -> int | None:
-    """The most values of one entity type in one group (or outside any) of one document,
-    as the groupby of :func:`check_scoring_cost` counts them (rows with a missing key left
-    out), from the columns' integer codes packed into one key; None when there is no such
-    row or the key would not fit."""
+#: What one cell of values is: one entity type in one group (or outside any) of one document.
+CELL_KEYS = ("doc_id", "group_type", "group", "entity_type")
+
+
+def _most_rows(entities: pd.DataFrame, keys: Sequence[str]) -> int | None:
+    """The most rows with one value of the columns ``keys``, as a groupby counts them (rows
+    with a missing key left out), from the columns' integer codes packed into one key; None
+    when there is no such row or the key would not fit."""
     key, size = np.zeros(len(entities), np.int64), 1
     kept = np.ones(len(entities), bool)
-    for name in ("doc_id", "group_type", "group", "entity_type"):
+    for name in keys:
         column = entities[name]
         if isinstance(column.dtype, pd.CategoricalDtype):
             codes = column.cat.codes.to_numpy().astype(np.int64)
