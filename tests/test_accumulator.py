@@ -259,3 +259,5 @@ def test_bad_ids_and_content_are_named():
         bad_conf.compute()
     with pytest.raises(KievalInputError, match="no documents"):
         Accumulator().compute()
+    with pytest.raises(KievalOptionError, match="block must be a whole number of documents >= 1, got 0"):
+        Accumulator(block=0)
