@@ -22,6 +22,7 @@ from kieval_core.output.render import build_report
 from kieval_core.result.consensus import consensus_confidence, with_confidence_sources
 from kieval_core.review.automation import (
     Costs,
+    canonical_order,
     document_review_curve,
     point_at,
     recommend,
@@ -116,6 +117,21 @@ def corpus(draw, models: int = 1):
 
 
 COSTS = Costs(per_review=1.5, per_document=4.0, substitution=10.0, addition=20.0, deletion=7.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2),
+                          st.sampled_from([0.0, -0.0, 0.5, 1.0, -np.inf]),
+                          st.booleans(), st.booleans(), st.booleans()), max_size=30))
+def test_the_canonical_order_is_the_lexsort_of_its_keys(rows):
+    """One sort of the confidences and one of the packed keys: the permutation of
+    np.lexsort over (doc, type, confidence, has, wrong, gain), ties and zeros of either sign
+    included."""
+    doc, etype, conf, has, wrong, gain = (np.array(c) for c in zip(*rows, strict=True)) if rows else (
+        np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), *(np.zeros(0, bool),) * 3)
+    expected = np.lexsort((gain, wrong, has, conf, etype, doc))
+    order = canonical_order(doc, etype, conf.astype(np.float64), has, wrong, gain)
+    assert order.tolist() == expected.tolist()
 
 
 @settings(max_examples=200, deadline=None)

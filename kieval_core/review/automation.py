@@ -109,6 +109,31 @@ class Costs:
         return cls(**values)
 
 
+def canonical_order(doc: np.ndarray, entity_type: np.ndarray, confidence: np.ndarray, *flags: np.ndarray
+                    ) -> np.ndarray:
+    """The stable sort of the predictions by document, entity type, confidence, then the
+    boolean ``flags`` in turn: ``np.lexsort`` of those keys, from one sort of the
+    confidences (their dense ranks) and one stable sort of the keys packed into one integer
+    (``np.lexsort`` itself when they would not fit).
+
+    >>> canonical_order(np.array([1, 0, 0]), np.array([0, 0, 0]), np.array([0.5, 0.9, 0.2]),
+    ...                 np.array([True, False, True])).tolist()
+    [2, 1, 0]
+    """
+    columns = [np.asarray(c, np.int64) for c in (doc, entity_type)]
+    low = [int(c.min(initial=0)) for c in columns]
+    spans = [int(c.max(initial=0)) - m + 1 for c, m in zip(columns, low, strict=True)]
+    distinct, rank = np.unique(confidence, return_inverse=True)
+    size = spans[0] * spans[1] * max(len(distinct), 1) * 2 ** len(flags)
+    if size >= 1 << 62 or np.isnan(distinct).any():
+        return np.lexsort((*reversed(flags), confidence, entity_type, doc))
+    key = (columns[0] - low[0]) * spans[1] + (columns[1] - low[1])
+    key = key * max(len(distinct), 1) + rank.reshape(-1)
+    for flag in flags:
+        key = key * 2 + np.asarray(flag, bool)
+    return np.argsort(key, kind="stable")
+
+
 @dataclass(frozen=True, eq=False)
 class ReviewModel:
     """What review can change, per prediction, and what it cannot, per document.
@@ -175,8 +200,8 @@ class ReviewModel:
 
     @classmethod
     def _canonical(cls, **arrays) -> ReviewModel:
-        order = np.lexsort(tuple(arrays[k] for k in ("gain", "wrong", "has_confidence", "confidence",
-                                                      "entity_type", "doc")))
+        order = canonical_order(arrays["doc"], arrays["entity_type"], arrays["confidence"],
+                                arrays["has_confidence"], arrays["wrong"], arrays["gain"])
         for key in PREDICTION_ARRAYS:
             arrays[key] = arrays[key][order]
         base = np.lexsort((arrays["base_doc"], arrays["base_type"]))
