@@ -20,8 +20,8 @@ import streamlit as st
 from kieval_core import NoCommonDocuments
 from kieval_core.figures.text import file_size, md
 from kieval_core.limits import SPECS
-from kieval_core.read.formats import upload_suffixes
 from kieval_core.read.page_images import unknown_documents
+from kieval_core.read.readers import upload_suffixes
 
 from . import compute
 from .session import MESSAGES, PENDING, REFUSED, SOURCES, UPLOADER, session_id, store, upload_limit_mb

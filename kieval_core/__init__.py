@@ -24,7 +24,7 @@ _EXPORTS = {
     "NoCommonDocuments": "exceptions",
     "UndefinedMetricWarning": "exceptions",
     "UnscoredKeyWarning": "exceptions",
-    "FORMATS": "read.formats",
+    "FORMATS": "read.readers",
     "LoadOptions": "read.formats",
     "load": "read.load",
     "load_bytes": "read.formats",
@@ -59,8 +59,9 @@ if TYPE_CHECKING:
     )
     from .output.render import build_report, render_report, report_json
     from .read.dataset import Dataset
-    from .read.formats import FORMATS, LoadOptions, load_bytes
+    from .read.formats import LoadOptions, load_bytes
     from .read.load import load
+    from .read.readers import FORMATS
     from .result.results import EvaluationResult, ModelResult
     from .review.automation import Costs
     from .review.decisions import DecisionOptions

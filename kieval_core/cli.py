@@ -39,8 +39,9 @@ def _pair(text: str, what: str) -> tuple[str, str]:
 
 def _parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line; the options of ``evaluate`` are built only when ``command`` is
-    ``evaluate``. They name the core's formats, families and engines from
-    :mod:`kieval_core.choices`, which imports nothing: no ``--help`` imports pandas."""
+    ``evaluate``. They name the formats and comparators from their registries and the
+    families and engines from :mod:`kieval_core.choices`, none of which imports anything
+    heavy: no ``--help`` imports pandas."""
     parser = argparse.ArgumentParser(prog="kieval", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     ev = sub.add_parser("evaluate", help="score prediction files against a ground truth",
@@ -88,17 +89,17 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def _evaluate_options(ev: argparse.ArgumentParser) -> None:
     from .choices import (
-        COMPARATORS,
         CONFIDENCE_FROM,
         CSV_FORMULAS,
         ENGINES,
         FAMILIES,
-        FORMATS,
         MAX_RESAMPLES,
         MISSING_POLICIES,
         REVIEW_CHOICES,
         STRUCTURES,
     )
+    from .count.comparators import COMPARATORS
+    from .read.readers import FORMATS
 
     read = ev.add_argument_group("reading files")
     read.add_argument("--gt", required=True, help="ground-truth file or directory")
@@ -231,7 +232,8 @@ def _evaluate_options(ev: argparse.ArgumentParser) -> None:
 
 
 def _route_options(route: argparse.ArgumentParser) -> None:
-    from .choices import FORMATS, MISSING_POLICIES
+    from .choices import MISSING_POLICIES
+    from .read.readers import FORMATS
 
     route.add_argument("--decision", required=True, type=Path, metavar="FILE",
                        help="a decision file (kieval evaluate --decision-out, or the Automation page)")

@@ -12,13 +12,8 @@ from pathlib import Path
 import pytest
 
 from kieval_core import LoadOptions, load, load_bytes
-from kieval_core.read.formats import (
-    READERS,
-    Sample,
-    detect_directory_format,
-    detect_file_format,
-    upload_suffixes,
-)
+from kieval_core.read.formats import Sample, detect_directory_format, detect_file_format
+from kieval_core.read.readers import READERS, upload_suffixes
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "readers"
 #: The two receipts of the JSON, JSONL, JSON-directory and long-table fixtures (one content).

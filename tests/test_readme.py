@@ -69,13 +69,13 @@ def test_the_tested_python_blocks_run(tmp_path, monkeypatch):
 def formats_table() -> str:
     """The README's table of input formats, as the readers say it (name, file names, what
     they are, whether auto-detection finds them)."""
-    from kieval_core.read.formats import READERS
+    from kieval_core.read.readers import READERS
 
     rows = ["| format | files | what | detected |", "|---|---|---|---|"]
     for reader in READERS.values():
         files = ", ".join(f"`{s}`" for s in reader.suffixes)
-        if reader.read_files is not None:
-            alone = reader.read_file is None
+        if reader.files_function is not None:
+            alone = reader.file_function is None
             files += " (a directory or `.zip` of them)" if alone else ", or a directory of them"
         detected = "yes" if reader.sniff or reader.sniff_files else "only with `--format`"
         what = reader.description.replace("|", "\\|")
@@ -86,7 +86,7 @@ def formats_table() -> str:
 def test_the_readme_lists_every_reader():
     """Adding a reader adds its row here (the README's table is the readers' own words), and
     the `--format` list is the readers' names."""
-    from kieval_core.read.formats import FORMATS
+    from kieval_core.read.readers import FORMATS
 
     assert formats_table() in README
     assert f"`--format {'|'.join(FORMATS)}`" in README.replace("`--format\n", "`--format ")

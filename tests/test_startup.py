@@ -29,23 +29,33 @@ def test_import_and_help_import_no_heavy_library():
         assert _imported_after(help_code) == [], argv
 
 
-def test_the_parsers_choices_are_their_modules():
-    """``kieval evaluate --help`` names formats, comparators and families from
-    kieval_core.choices; each list must be the one its module uses."""
-    from kieval_core import choices
-    from kieval_core.count import comparators, peer_families
-    from kieval_core.read import formats
-    from kieval_core.result import consensus, registry
-    from kieval_core.review import automation, decisions
+def test_the_parser_offers_the_registries_own_names(capsys):
+    """``kieval evaluate --help`` takes the formats, comparators and metric families from
+    their registries (no copy to keep equal), and a wrong name is refused naming the valid
+    ones: argparse's choices for ``--format``, the registries' own errors for the others."""
+    from kieval_core.choices import FAMILIES
+    from kieval_core.cli import _parser, main
+    from kieval_core.count.comparators import COMPARATORS, REGISTRY
+    from kieval_core.read.readers import FORMATS, READERS
 
-    assert formats.FORMATS == choices.FORMATS
-    assert comparators.COMPARATORS == choices.COMPARATORS
-    assert tuple(registry.FAMILIES) == choices.FAMILIES
-    assert tuple(automation.MISSING_POLICIES) == choices.MISSING_POLICIES
-    assert decisions.REVIEW_CHOICES == choices.REVIEW_CHOICES
-    assert decisions.MAX_RESAMPLES == choices.MAX_RESAMPLES
-    assert peer_families.STRUCTURES is choices.STRUCTURES
-    assert consensus.CONFIDENCE_FROM is choices.CONFIDENCE_FROM
+    assert ("auto", *READERS) == FORMATS
+    assert {name.partition(":")[0] for name in COMPARATORS} == set(REGISTRY)
+    evaluate = _parser("evaluate")._subparsers._group_actions[0].choices["evaluate"]
+    options = {action.dest: action for action in evaluate._actions}
+    assert options["format"].choices is FORMATS
+    assert ", ".join(COMPARATORS) in options["compare"].help
+    assert ", ".join(FAMILIES) in options["metrics"].help
+    valid = {"--format": ", ".join(map(repr, FORMATS)), "--compare": ", ".join(COMPARATORS),
+             "--metrics": ", ".join(FAMILIES)}
+    for option, wrong in (("--format", "xml"), ("--compare", "total=money"), ("--metrics", "kieval,f1")):
+        argv = ["evaluate", "--gt", "gt.jsonl", "--pred", "pred.jsonl", option, wrong]
+        try:
+            code = main(argv)
+        except SystemExit as exit_:
+            code = exit_.code
+        said = capsys.readouterr().err
+        assert code == 2, option
+        assert wrong.rpartition("=")[2].rpartition(",")[2] in said and valid[option] in said, said
 
 
 def test_every_public_name_resolves_and_evaluate_stays_the_function():

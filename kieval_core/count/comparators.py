@@ -17,6 +17,11 @@ digits only), ``number`` and ``number:comma`` (decimal comma), ``date`` (= ``dat
 ``date:mdy``, ``date:ymd``, ``phone`` and ``phone:CC`` (E.164 by ``phonenumbers``; ``CC`` a
 region such as ``MY`` reads numbers written without their country code).
 
+The registry imports nothing heavy (the command line's help lists :data:`COMPARATORS`
+without loading them): numpy, pandas, ``dateutil`` and ``phonenumbers`` are imported by the
+functions that use them, once per column of values (per parsed value for the last two,
+whose parse costs far more than the lookup of an imported module).
+
 Numbers and dates are read only in values of at most :data:`PARSED_CHARS` characters
 (a longer value is no number or date and is compared as it is), so a long value costs a
 length check, not a parse.
@@ -45,16 +50,17 @@ from __future__ import annotations
 
 import datetime
 import fnmatch
+import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-
-import numpy as np
-import pandas as pd
-from dateutil import parser as dateutil_parser
+from typing import TYPE_CHECKING
 
 from ..exceptions import KievalOptionError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def _no_parameter(parameter: str | None) -> None:
@@ -178,24 +184,27 @@ _CURRENCY = (r"(?:[$€£¥₩₹₱₫฿₺₽¢]|(?:US|S|HK|A|C|NZ)\$|"
              r"(?i:usd|eur|gbp|idr|myr|sgd|jpy|krw|inr|cny|rmb|aud|cad|chf|hkd|php|thb|vnd|rp|rm|rs)\.?)")
 
 
-def _number_pattern(thousands: str, decimal: str) -> re.Pattern:
-    digits = (rf"(?:\d{{1,3}}(?P<sep>[{thousands}])\d{{3}}(?:(?P=sep)\d{{3}})*(?:{decimal}\d+)?"
-              rf"|\d+(?:{decimal}\d+)?|{decimal}\d+)")
+#: The thousands separators and the decimal point of each number comparator.
+_SEPARATORS = {"number": (",'’ \u00a0\u202f", "."), "number:comma": (".'’ \u00a0\u202f", ",")}
+
+
+@functools.cache
+def _number_pattern(comparator: str) -> tuple[re.Pattern, str]:
+    """The pattern of a number under a comparator, and its decimal point (compiled when first
+    used, not when the registry is imported for its names)."""
+    thousands, decimal = _SEPARATORS[comparator]
+    point = re.escape(decimal)
+    digits = (rf"(?:\d{{1,3}}(?P<sep>[{thousands}])\d{{3}}(?:(?P=sep)\d{{3}})*(?:{point}\d+)?"
+              rf"|\d+(?:{point}\d+)?|{point}\d+)")
     return re.compile(
         rf"^(?P<open>\()?\s*(?:{_CURRENCY}\s*)?(?P<sign>[-+−])?\s*(?:{_CURRENCY}\s*)?(?P<num>{digits})"
-        rf"(?P<trail>-)?\s*(?:{_CURRENCY})?\s*(?P<close>\))?$")
-
-
-_NUMBER = {
-    "number": (_number_pattern(",'’ \u00a0\u202f", r"\."), "."),
-    "number:comma": (_number_pattern(".'’ \u00a0\u202f", ","), ","),
-}
+        rf"(?P<trail>-)?\s*(?:{_CURRENCY})?\s*(?P<close>\))?$"), decimal
 
 
 def _number(value: str, comparator: str) -> str | None:
     if len(value) > PARSED_CHARS:
         return None
-    pattern, decimal = _NUMBER[comparator]
+    pattern, decimal = _number_pattern(comparator)
     m = pattern.match(value)
     if m is None or (m["open"] is None) != (m["close"] is None):
         return None
@@ -253,6 +262,8 @@ def _numeric_date(m: re.Match, comparator: str, swap: bool = True) -> str | None
 
 
 def _named_date(value: str, comparator: str) -> str | None:
+    from dateutil import parser as dateutil_parser
+
     options = {"dayfirst": comparator == "date:dmy", "yearfirst": comparator == "date:ymd"}
     try:
         first, second = (dateutil_parser.parse(value, default=d, **options) for d in _DEFAULTS)
@@ -299,7 +310,7 @@ class DateOrder:
         equal to :attr:`order` when that is set."""
         if self.order is not None or not self.deciding:
             return self.order
-        return DATE_ORDERS[int(np.argmax(self.fits))]
+        return DATE_ORDERS[self.fits.index(max(self.fits))]
 
     @property
     def why(self) -> str:
@@ -318,11 +329,16 @@ def date_readings(values: Sequence[str]) -> np.ndarray:
     (no day and month swapped when the month is above 12): an object matrix of ISO dates,
     None where the value does not read as a date in that order. Month names and four-digit
     years first read the same in every order."""
+    import numpy as np
+    import pandas as pd
+
     codes, uniques = pd.factorize(np.asarray(values, dtype=object))
     return _readings(uniques)[codes]
 
 
 def _readings(uniques: Sequence[str]) -> np.ndarray:
+    import numpy as np
+
     out = np.full((len(uniques), len(DATE_ORDERS)), None, dtype=object)
     for i, value in enumerate(uniques):
         m = _NUMERIC_DATE.match(value)
@@ -379,6 +395,9 @@ def date_counts(values: Sequence[str], weight: np.ndarray | None = None) -> Date
     """The :class:`DateCounts` of one field's normalised ground-truth values (each distinct
     value read once); with ``weight``, the values are distinct and each stands for that
     many."""
+    import numpy as np
+    import pandas as pd
+
     if weight is None:
         codes, uniques = pd.factorize(np.asarray(values, dtype=object))
         weight, total = np.bincount(codes[codes >= 0], minlength=len(uniques)), len(codes)
@@ -435,6 +454,9 @@ def canonicalise(comparator: str, values: Sequence[str]) -> tuple[np.ndarray, np
     >>> forms.tolist(), parsed.tolist()
     (['a1', 'a1', '--'], [True, True, False])
     """
+    import numpy as np
+    import pandas as pd
+
     family, _, parameter = comparator_name(comparator).partition(":")
     read = REGISTRY[family].read
     codes, uniques = pd.factorize(np.asarray(values, dtype=object))

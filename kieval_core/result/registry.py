@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..choices import FAMILIES as FAMILIES  # the families selectable with --metrics
 from ..count.causes import CAUSES_OF_KIND
 from ..count.peer_families import FAMILY_FUNCTIONS, PeerFigures, PeerOptions
 from ..exceptions import KievalOptionError
@@ -246,17 +247,6 @@ PEER_METRICS: tuple[Metric, ...] = (
            SCORE_CITATION, _peer("tokens", "tokens.added")),
 )
 METRICS = METRICS + PEER_METRICS
-
-#: Families selectable with ``--metrics``.
-FAMILIES: dict[str, str] = {
-    "kieval": "KIEval, flat entity F1 and the automation curve",
-    "anls_star": "ANLS* on the nested structure",
-    "nted": "Donut's nTED accuracy and field F1",
-    "oi": "reading-order-independent OIECER, OIEWER, OINerval",
-    "bag": "bag-of-tagged-words and bag-of-entities",
-    "lists": "list metrics over groups (items, positional, row alignment)",
-    "tokens": "SCORE tokens found / tokens added",
-}
 
 
 def metrics_of(families: Sequence[str]) -> tuple[Metric, ...]:

@@ -25,6 +25,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from ..choices import MISSING_POLICIES as MISSING_POLICIES  # what a prediction without confidence counts as
 from ..count.engine import Counted, run_ranks
 from ..count.scores import aligned_score
 from ..exceptions import KievalOptionError
@@ -41,9 +42,6 @@ from ..validation import (
 
 #: Reasons shown instead of automation figures.
 NO_CONFIDENCE = "the predictions carry no confidence"
-#: What a prediction without confidence counts as (SPEC 4c): reviewed at every threshold, 0
-#: included (-inf, below every threshold; the default), or automated (1.0).
-MISSING_POLICIES = {"review": -np.inf, "automate": 1.0}
 #: The policy of a model built from the engine's tables (SPEC 4c's default).
 DEFAULT_MISSING = "review"
 #: The per-prediction arrays of a :class:`ReviewModel`, in one canonical order.

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ..choices import MAX_RESAMPLES as MAX_RESAMPLES  # the most bootstrap resamples
+from ..choices import REVIEW_CHOICES as REVIEW_CHOICES  # review of predictions, documents, or both
 from ..exceptions import KievalOptionError
 from ..validation import check_choice, check_instance, check_int, check_share
 from .automation import (
@@ -37,13 +39,8 @@ if TYPE_CHECKING:  # a type only: results draws its notebook view, which reads t
 
 ENTITY_CURVE = ["threshold", "auto_rate", "kieval_aligned"]
 DOCUMENT_CURVE = ["threshold", "straight_through_rate", "document_accuracy"]
-#: The most bootstrap resamples a run may ask for: each keeps about 8 KB of its band
-#: (1,000 points), so 10,000 hold about 80 MB; more add nothing to a 95% interval.
-MAX_RESAMPLES = 10_000
 DOCUMENT_REVIEW_CURVE = ["threshold", "straight_through_rate", "kieval_aligned", "document_accuracy",
                          "cost_per_1000_documents"]
-#: What the report covers: review of single predictions, of whole documents (SPEC 4c), or both.
-REVIEW_CHOICES = ("both", "predictions", "documents")
 
 
 @dataclass(frozen=True)

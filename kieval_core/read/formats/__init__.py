@@ -2,8 +2,10 @@
 
 :func:`load` reads a path (file or directory); :func:`load_bytes` reads an upload (one
 file, or a ``.zip`` standing for a directory). The format is detected from the name and
-the content, or named explicitly. Every format is one :class:`Reader` in :data:`READERS`,
-the one place that maps a format name to the code that reads it.
+the content, or named explicitly. Every format is one
+:class:`~kieval_core.read.readers.Reader` of :data:`~kieval_core.read.readers.READERS`, which
+names the functions of this package that read it; detection asks its sniffers about a
+:class:`Sample`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from ...exceptions import KievalInputError, KievalOptionError
 from ...gcpause import cycle_collector_paused
 from ...limits import BYTES_PER_TEXT_BYTE, MIB, RATIO_FLOOR, LimitExceeded, Limits, load_cost
 from ..dataset import Dataset
+from ..readers import DELIMITERS, FORMATS, IOB2_SUFFIXES, READERS, TABLE_SUFFIXES
 from .builder import DatasetBuilder
 from .cord import cord_entities, valid_lines_of
 from .forms import read_form_file, sniff_form
@@ -42,16 +45,10 @@ from .jsontext import (
 from .kieval_csv import read_kieval_csv
 from .lists import list_rows
 from .nested import NestedReader, doc_id_of, reference_numbers
-from .table import DELIMITERS, check_footer, parquet_footer, read_table
+from .table import check_footer, parquet_footer, read_table
 
-#: Suffixes of IOB2 files, and of long tables (Parquet, and the delimited texts).
-IOB2_SUFFIXES = (".bio", ".bioes", ".iob", ".iob2")
-TABLE_SUFFIXES = (*DELIMITERS, ".parquet")
 #: The columns that make JSON lines a long table.
 TABLE_KEYS = frozenset({"doc_id", "entity", "value"})
-#: The suffixes of per-document files of a directory: KIEval CSV, and JSON documents.
-CSV_DIRECTORY_SUFFIXES = frozenset({".csv", ".tsv", ".txt"})
-JSON_DIRECTORY_SUFFIXES = frozenset({".json", ".txt", ".md"})
 #: Most files a directory or zip may hold.
 MAX_FILES = 200_000
 #: Bytes inflated at a time when a zip member is read (the cap is checked between chunks).
@@ -112,27 +109,9 @@ FileReader = Callable[[bytes, str, LoadOptions, DatasetBuilder], None]
 FilesReader = Callable[[Mapping[str, bytes], str, LoadOptions, DatasetBuilder], None]
 
 
-@dataclass(frozen=True)
-class Reader:
-    """One input format: how to read it from one file and from a directory of files, the
-    file names it reads (``suffixes``), and how auto-detection recognises it: ``sniff``
-    looks at one file (a :class:`Sample`), ``sniff_files`` at the names and contents of a
-    directory's files. A format without a sniffer is read only when named (``--format``).
-    The sniffers of different readers never accept the same input, so detection does not
-    depend on their order."""
-
-    name: str
-    description: str
-    read_file: FileReader | None = None
-    read_files: FilesReader | None = None
-    suffixes: tuple[str, ...] = ()
-    sniff: Callable[[Sample], bool] | None = None
-    sniff_files: Callable[[Mapping[str, bytes]], bool] | None = None
-
-
 class Sample:
-    """One file as detection sees it: its suffix, the start of its content, and (computed
-    once, when a sniffer asks) its first JSON record."""
+    """One file as the sniffers of :data:`READERS` see it: its suffix, the start of its
+    content, and (computed once, when a sniffer asks) its first JSON record."""
 
     def __init__(self, data: bytes, suffix: str, source: str) -> None:
         self.data, self.suffix, self.source = data, suffix, source
@@ -171,12 +150,17 @@ class Sample:
         keys = None if self.first is None else {"entity" if k == "entity_type" else k for k in self.first}
         return keys is not None and keys >= TABLE_KEYS
 
+    @property
+    def cord_record(self) -> bool:
+        """The first record holds CORD's ``valid_line`` list."""
+        return self.first is not None and valid_lines_of(self.first) is not None
+
 
 def _nested(options: LoadOptions, builder: DatasetBuilder) -> NestedReader:
     return NestedReader(builder, options.key, dict(options.aliases), options.meta)
 
 
-def _read_jsonl(data: bytes, source: str, options: LoadOptions, builder: DatasetBuilder) -> None:
+def read_jsonl(data: bytes, source: str, options: LoadOptions, builder: DatasetBuilder) -> None:
     reader = _nested(options, builder)
     read_records(data, source, reader.add_record)
     reader.finish()
@@ -233,7 +217,7 @@ def _add_listed_record(reader: NestedReader, record: Any, i: int, source: str,
         _add_listed_record(reader, slow()[i], i, source, None)
 
 
-def _read_json_dir(files: Mapping[str, bytes], source: str, options: LoadOptions,
+def read_json_dir(files: Mapping[str, bytes], source: str, options: LoadOptions,
                    builder: DatasetBuilder) -> None:
     documents = []
     for file_name, data in files.items():
@@ -260,11 +244,11 @@ def _parse_document(text: str, source: str) -> Any:
     return parse_json(text, source) if text.strip() else None
 
 
-def _read_table(data: bytes, source: str, options: LoadOptions, builder: DatasetBuilder) -> None:
+def read_long_table(data: bytes, source: str, options: LoadOptions, builder: DatasetBuilder) -> None:
     read_table(data, source, PurePath(source).suffix.lower(), builder, options.meta, options.limits)
 
 
-def _read_cord(data: bytes, source: str, options: LoadOptions, builder: DatasetBuilder) -> None:
+def read_cord(data: bytes, source: str, options: LoadOptions, builder: DatasetBuilder) -> None:
     reader = _nested(options, builder)
 
     def add(record: dict, where: str) -> None:
@@ -282,7 +266,7 @@ def _read_cord(data: bytes, source: str, options: LoadOptions, builder: DatasetB
     read_records(data, source, add)
 
 
-def _read_lists(data: bytes, source: str, options: LoadOptions, builder: DatasetBuilder) -> None:
+def read_lists(data: bytes, source: str, options: LoadOptions, builder: DatasetBuilder) -> None:
     reader = _nested(options, builder)
 
     def add(record: dict, where: str) -> None:
@@ -294,7 +278,7 @@ def _read_lists(data: bytes, source: str, options: LoadOptions, builder: Dataset
     read_records(data, source, add)
 
 
-def _read_kieval_csv(files: Mapping[str, bytes], source: str, options: LoadOptions,
+def read_kieval_csv_dir(files: Mapping[str, bytes], source: str, options: LoadOptions,
                      builder: DatasetBuilder) -> None:
     read_kieval_csv(files, source, builder)
 
@@ -303,13 +287,13 @@ def _iob2_rows(entities: list[tuple[str, str]]) -> list:
     return [("", "", category, text, _NAN) for category, text in entities]
 
 
-def _read_iob2(data: bytes, source: str, options: LoadOptions, builder: DatasetBuilder) -> None:
+def read_iob2(data: bytes, source: str, options: LoadOptions, builder: DatasetBuilder) -> None:
     """Documents of one file are numbered 1, 2, ... so GT and prediction files pair up."""
     for i, entities in enumerate(parse_iob2_documents(decode_text(data, source), source)):
         builder.add(f"{i + 1}", f"document {i + 1}", _iob2_rows(entities))
 
 
-def _read_iob2_dir(files: Mapping[str, bytes], source: str, options: LoadOptions,
+def read_iob2_dir(files: Mapping[str, bytes], source: str, options: LoadOptions,
                    builder: DatasetBuilder) -> None:
     for file_name, data in files.items():
         file_source = f"{source}/{file_name}"
@@ -329,57 +313,8 @@ def _form_reader(fmt: str) -> tuple[FileReader, FilesReader]:
     return read_file, read_files
 
 
-def _json_directory(files: Mapping[str, bytes]) -> str | None:
-    """``funsd``, ``docile`` or ``json-dir`` for a directory of JSON documents (by its first
-    JSON file), None for any other directory."""
-    suffixes = {PurePath(f).suffix.lower() for f in files}
-    if not (suffixes <= JSON_DIRECTORY_SUFFIXES and ".json" in suffixes):
-        return None
-    first = next(data for f, data in files.items() if f.lower().endswith(".json"))
-    return sniff_form(first) or "json-dir"
-
-
-def _suffixes_within(allowed: Iterable[str]) -> Callable[[Mapping[str, bytes]], bool]:
-    allowed = frozenset(allowed)
-    return lambda files: {PurePath(f).suffix.lower() for f in files} <= allowed
-
-
-def _form(fmt: str) -> Reader:
-    read_file, read_files = _form_reader(fmt)
-    description = {"funsd": "FUNSD form annotations, one JSON per document (boxes)",
-                   "docile": "DocILE invoice annotations, one JSON per document (boxes)"}[fmt]
-    return Reader(fmt, description, read_file, read_files, (".json",),
-                  sniff=lambda sample: sample.form == fmt,
-                  sniff_files=lambda files: _json_directory(files) == fmt)
-
-
-READERS: dict[str, Reader] = {r.name: r for r in (
-    Reader("json", "nested JSON: {doc_id: document} or a list of records", read_file=read_json,
-           suffixes=(".json",), sniff=lambda sample: sample.json_value and sample.form is None),
-    Reader("jsonl", "nested JSON records, one per line (Donut metadata.jsonl too)", read_file=_read_jsonl,
-           suffixes=(".jsonl", ".ndjson"),
-           sniff=lambda sample: sample.first is not None and not sample.long_table_record
-           and valid_lines_of(sample.first) is None),
-    Reader("json-dir", "a directory (or .zip) of one JSON document per file", read_files=_read_json_dir,
-           suffixes=(".json",), sniff_files=lambda files: _json_directory(files) == "json-dir"),
-    Reader("table", "long table: CSV, TSV, JSONL or Parquet rows doc_id, entity, value, ...",
-           read_file=_read_table, suffixes=(*TABLE_SUFFIXES, ".jsonl"),
-           sniff=lambda sample: sample.suffix in TABLE_SUFFIXES or sample.long_table_record),
-    Reader("cord", "CORD's original annotations (valid_line)", read_file=_read_cord, suffixes=(".jsonl",),
-           sniff=lambda sample: sample.first is not None and not sample.long_table_record
-           and valid_lines_of(sample.first) is not None),
-    Reader("kieval-csv", "the official KIEval tool's CSV directories", read_files=_read_kieval_csv,
-           suffixes=(".csv",), sniff_files=_suffixes_within(CSV_DIRECTORY_SUFFIXES)),
-    Reader("iob2", "IOB2 token/tag lines (.bio)", read_file=_read_iob2, read_files=_read_iob2_dir,
-           suffixes=IOB2_SUFFIXES, sniff=lambda sample: sample.suffix in IOB2_SUFFIXES,
-           sniff_files=_suffixes_within(IOB2_SUFFIXES)),
-    Reader("lists", "parallel |-separated lists (--related-fields)", read_file=_read_lists,
-           suffixes=(".jsonl",)),
-    _form("funsd"),
-    _form("docile"),
-)}
-#: Format names accepted by ``--format`` and the app's override.
-FORMATS = ("auto", *READERS)
+read_funsd, read_funsd_dir = _form_reader("funsd")
+read_docile, read_docile_dir = _form_reader("docile")
 
 
 # --- entry points --------------------------------------------------------------------------
@@ -581,16 +516,6 @@ def detect_directory_format(files: Mapping[str, bytes], source: str) -> str:
     raise KievalInputError(source, None, msg)
 
 
-def upload_suffixes() -> tuple[str, ...]:
-    """Every file suffix some reader reads, and ``.zip`` (a directory), sorted: what an
-    upload may be named.
-
-    >>> {".iob2", ".jsonl", ".parquet", ".zip"} <= set(upload_suffixes())
-    True
-    """
-    return tuple(sorted({s for r in READERS.values() for s in r.suffixes} | {".zip"}))
-
-
 def _zip_members(data: bytes, source: str, options: LoadOptions) -> tuple[dict[str, bytes], list[str]]:
     """Members of a zip, read in memory (never extracted to disk), and the members skipped
     (hidden, macOS metadata, README/LICENSE), each with the reason.
@@ -702,5 +627,5 @@ def _ratio_exceeded(where: str, size: int, member: zipfile.ZipInfo, limits: Limi
     return LimitExceeded(where, "zip_ratio", measured, limits.zip_ratio)
 
 
-__all__ = ["FORMATS", "READERS", "LoadOptions", "Reader", "Sample", "decode_text", "load", "load_bytes",
-           "load_estimate", "load_files", "upload_suffixes"]
+__all__ = ["FORMATS", "READERS", "LoadOptions", "Sample", "decode_text", "load", "load_bytes",
+           "load_estimate", "load_files"]

@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 from ...exceptions import KievalInputError
 from ...limits import Limits, load_cost
 from ..locations import LOCATION_COLUMNS, LocationProblems
+from ..readers import DELIMITERS
 from .builder import ALTERNATIVE_SET, DatasetBuilder
 from .jsontext import (
     JsonNumber,
@@ -44,7 +45,6 @@ from .kieval_csv import PY_BLANK
 
 REQUIRED = ("doc_id", "entity", "value")
 OPTIONAL = ("group", "group_type", "confidence", "alternative", *LOCATION_COLUMNS)
-DELIMITERS = {".csv": ",", ".tsv": "\t", ".tab": "\t"}
 #: A ``key=value`` token of a header-less line (Kleister's format), for a message naming it.
 KEY_VALUE = re.compile(r"[^=\s]+=\S*")
 
