@@ -15,15 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-# only light modules here: `kieval --help` must not wait for pandas, scipy or pyarrow; each
-# command imports what it needs, and only the chosen command's options are built
+# only light modules here: `kieval --help` must not wait for pandas, scipy or pyarrow (nor for
+# the outputs' tempfile, ctypes and signals); each command imports what it needs, and only
+# the chosen command's options are built
 from .exceptions import KievalInputError, KievalOptionError, UndefinedMetricWarning
 from .limits import LIMITS, SPECS, WHOLE, Limits
-from .output.outputs import Interrupted, OutputSet, StagedFile, stop_on_signals
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from .output.outputs import OutputSet
     from .result.registry import Metric
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_GATE = 0, 1, 2, 3
@@ -403,6 +404,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from .count.normalize import Normalizer
     from .count.peer_families import PeerOptions
     from .evaluate import evaluate
+    from .output.outputs import OutputSet
     from .output.render import render_report, summary_frame
     from .output.tracking import MlflowTarget
     from .read.formats import LoadOptions
@@ -472,6 +474,7 @@ def _engine(args: argparse.Namespace) -> dict:
 def _staged(outputs: OutputSet, args: argparse.Namespace) -> tuple:
     """The outputs asked for (--json, --errors-csv, --suspects, --save-run, --decision-out), each
     staged (None when not asked)."""
+    from .output.outputs import StagedFile
     from .output.runs import RunStage
 
     json_out = outputs.add(lambda: StagedFile(args.json, "--json")) if args.json else None
@@ -775,7 +778,9 @@ def main(argv: list[str] | None = None) -> int:
     server_options: list[str] = []
     if argv[:1] == ["dashboard"]:
         argv, server_options = split_server_options(argv)
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # --help and wrong options end here
+    from .output.outputs import Interrupted, stop_on_signals
+
     try:
         with stop_on_signals():
             if args.command == "evaluate":
