@@ -9,7 +9,7 @@ by this session or any other (the uploads score a file to check it, so the works
 finds it scored); every read and scoring runs in a child process
 (:mod:`kieval_app.serving.isolation`) that a cancelled upload or a closed tab stops at
 once. Peer metric families are computed in the background by the core's
-``peer_metrics``, one task per model, and
+``peer_metrics``, one task per model, in a child process too (:func:`peer_file`), and
 join the results when they are ready (:attr:`Workspace.pending`). Pages derive their
 tables through :func:`view`, cached per (workspace, view, parameters). This module keeps
 only cache keys, progress and scheduling.
@@ -41,7 +41,7 @@ from kieval_core import (
     Normalizer,
     load_bytes,
 )
-from kieval_core.count.peer_families import PeerFigures, needs_structures
+from kieval_core.count.peer_families import PeerFigures, PeerOptions, needs_structures
 from kieval_core.keys import KeyCounts, one_sided_keys
 from kieval_core.limits import Limits, load_cost, matching_cost
 from kieval_core.output.render import render_report
@@ -55,7 +55,7 @@ from kieval_core.result.suggest import suggested_rules
 from kieval_core.rules import Applied, FieldRules
 
 from . import prebuilt
-from .serving.isolation import ChildDied, run_isolated
+from .serving.isolation import ChildDied, report, run_isolated
 from .serving.store import Busy, Store, Task, TaskCancelled
 from .sources import AppOptions, Source, Sources
 
@@ -319,22 +319,23 @@ def keys_of(store: Store, pred: Source, options: AppOptions, waiting: Waiting | 
 
 
 def _peer_work(store: Store, gt: Source, pred: Source, options: AppOptions) -> Callable[[Task], dict]:
-    """Background work: the core's peer metrics of one prediction file, one checkpoint per family."""
+    """Background work: the core's peer metrics of one prediction file, in a child process
+    (:func:`peer_file`) as every read and scoring is: the task's thread only waits for it,
+    so a task nobody wants any more (Cancel, a closed tab) stops it within a poll, and a
+    server told to stop does not wait for it. It reserves what scoring the file costs
+    (:func:`scoring_cost`: both files read, the ground truth's groups matched)."""
 
     def work(task: Task) -> dict[str, PeerFigures] | Failed:
-        def step(done: int, total: int) -> None:
-            task.progress(done, total)
-            if done < total:
-                task.checkpoint()
-
         def waiting(_ahead: int) -> None:
             task.checkpoint()  # a read nobody wants any more is stopped too
 
         try:
             gt_set = read_dataset(store, gt, options, "gt", waiting)
-            pred_set = read_dataset(store, pred, options, "pred", waiting)
-            figures = peer_metrics(gt_set, pred_set, options.peer_families, options.peer_options, step,
-                                   options.normalizer)
+            with store.reserve(scoring_cost(gt, pred, gt_set), waiting):
+                figures = run_isolated(peer_file, gt_set, pred.data, pred.name, options.load_options("pred"),
+                                       pred.stem, _keep_structures(options), options.peer_families,
+                                       options.peer_options, options.normalizer, tick=task.checkpoint,
+                                       progress=task.progress)
         except TaskCancelled:
             raise
         except Exception as exc:  # kept as the outcome, shown once, never retried in a loop
@@ -345,6 +346,17 @@ def _peer_work(store: Store, gt: Source, pred: Source, options: AppOptions) -> C
         return figures
 
     return work
+
+
+def peer_file(gt: Dataset, data: bytes, source: str, load_options: LoadOptions, name: str,
+              keep_structures: bool, families: tuple[str, ...], peer_options: PeerOptions,
+              normalizer: Normalizer) -> dict[str, PeerFigures]:
+    """What the peer work runs in its child process: the prediction file read as
+    :func:`read_dataset` reads it, then the core's
+    :func:`~kieval_core.result.scoring.peer_metrics`, each family done reported to the
+    parent (:func:`~kieval_app.serving.isolation.report`)."""
+    pred = load_bytes(data, source, load_options, name=name, keep_structures=keep_structures)
+    return peer_metrics(gt, pred, families, peer_options, report, normalizer)
 
 
 def workspace_key(sources: Sources, options: AppOptions) -> str:

@@ -174,12 +174,13 @@ def _keep(child: _Child) -> None:
 
 
 def run_isolated(function: Callable[..., Any], *args: Any, tick: Callable[[], None] | None = None,
-                 **kwargs: Any) -> Any:
+                 progress: Callable[..., None] | None = None, **kwargs: Any) -> Any:
     """``function(*args, **kwargs)`` computed in a child process (module docstring).
 
     ``function`` and the arguments are pickled to the child (a module-level function);
     ``tick()`` is called every :data:`POLL_S` while the child runs, and whatever it raises
-    ends the wait and the child. Raises what ``function`` raised, or :class:`ChildDied`.
+    ends the wait and the child; what ``function`` tells :func:`report` in the child is
+    given to ``progress`` here. Raises what ``function`` raised, or :class:`ChildDied`.
     """
     child = _child()
     kept = False
@@ -190,14 +191,22 @@ def run_isolated(function: Callable[..., Any], *args: Any, tick: Callable[[], No
             child.end()
             child = _Child()
             child.connection.send((function, args, kwargs))
-        while not child.connection.poll(POLL_S):
+        while True:
+            while not child.connection.poll(POLL_S):
+                if tick is not None:
+                    tick()
+            try:
+                message = child.connection.recv()
+            except EOFError:  # ended without an answer
+                child.process.join()
+                raise ChildDied(child.process.exitcode) from None
+            if message[0] != _PROGRESS:
+                break
+            if progress is not None:
+                progress(*message[1])
             if tick is not None:
                 tick()
-        try:
-            succeeded, value, reusable = child.connection.recv()
-        except EOFError:  # ended without an answer
-            child.process.join()
-            raise ChildDied(child.process.exitcode) from None
+        succeeded, value, reusable = message
         kept = reusable
     finally:
         if kept:
@@ -209,10 +218,24 @@ def run_isolated(function: Callable[..., Any], *args: Any, tick: Callable[[], No
     raise value
 
 
+_PROGRESS = "progress"  # the first item of a message that is not the answer
+_parent = None  # in a child: its end of the pipe to the parent
+
+
+def report(*values: Any) -> None:
+    """In a child: give ``values`` to the ``progress`` of the :func:`run_isolated` waiting
+    for its work (outside a child, nothing)."""
+    if _parent is not None:
+        _parent.send((_PROGRESS, values))
+
+
 def _serve(connection) -> None:
     """In the child: compute each piece of work received and send back ``(True, value,
-    reusable)`` or ``(False, exception, reusable)``; ``reusable`` is False once the child
-    has held more than :data:`REUSE_BYTES` (it then ends, its memory with it)."""
+    reusable)`` or ``(False, exception, reusable)``, after what it :func:`report` ed;
+    ``reusable`` is False once the child has held more than :data:`REUSE_BYTES` (it then
+    ends, its memory with it)."""
+    global _parent
+    _parent = connection
     while True:
         try:
             function, args, kwargs = connection.recv()

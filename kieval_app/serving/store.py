@@ -47,7 +47,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
@@ -186,7 +186,7 @@ class Store:
     idle_bytes : int
         Budget of the entries no live session holds.
     workers : int
-        Threads for background work.
+        Background tasks run at once (:meth:`submit`).
     budget : int or None
         The process's memory budget in bytes (:attr:`kieval_core.limits.Limits.memory_bytes`);
         None admits everything.
@@ -221,7 +221,7 @@ class Store:
         self._computing: dict[Hashable, threading.Event] = {}
         self._holders: dict[str, set[Hashable]] = {}
         self._tasks: dict[Hashable, Task] = {}
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kieval-background")
+        self._slots = threading.Semaphore(workers)  # background tasks running at once
 
     # --- values ----------------------------------------------------------------------
 
@@ -466,8 +466,23 @@ class Store:
             self.put(key, value)
             return value
 
-        task.future = self._pool.submit(run)
+        task.future = Future()
+        threading.Thread(target=self._run, args=(task.future, run), name="kieval-background",
+                         daemon=True).start()
         return task
+
+    def _run(self, future: Future, run: Callable[[], Any]) -> None:
+        """A background task's thread: waits for one of the ``workers`` slots, then runs.
+        A daemon thread, not a pool's: the interpreter's exit waits for a pool's threads,
+        so a server told to stop (SIGTERM) would wait for the work to finish; the work's
+        child process ends with the server (:mod:`~kieval_app.serving.isolation`)."""
+        with self._slots:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(run())
+            except BaseException as exc:  # noqa: BLE001 - the task's outcome, read by its waiters
+                future.set_exception(exc)
 
     def task(self, key: Hashable) -> Task | None:
         with self._lock:

@@ -10,6 +10,7 @@ resident memory is sampled from ``/proc`` while the browser works.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import statistics
@@ -34,6 +35,7 @@ pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_MS = 120_000
 GT_BOX = '[class*="st-key-upload_gt_"]'
+PRED_BOX = '[class*="st-key-upload_pred_"]'
 
 
 def _rss_mib(pid: int) -> float:
@@ -305,6 +307,45 @@ def test_the_server_answers_sigterm_at_once_while_an_upload_is_worked_on(browser
         exited = time.monotonic() - sent
         left = [p.pid for p in family if not _gone(p, time.monotonic() + 2)]
         context.close()
+    assert exited < 2, exited
+    assert not left, left
+
+
+def _nested_menus(path: Path, key: str, docs: int, lines: int) -> Path:
+    """``docs`` documents of ``lines`` nested CORD menu lines under ``key``: ANLS* matches
+    each document's lists of lines (about 8 s for one document of 900 lines)."""
+    with path.open("w", encoding="utf-8") as out:
+        for d in range(docs):
+            menu = [{"nm": {"value": f"ITEM {(i * 7 + d) % 97}"}, "cnt": {"value": str(1 + i % 3)},
+                     "price": {"value": f"{(i * 37 + d) % 100},000"}} for i in range(lines)]
+            out.write(json.dumps({"doc_id": f"d{d}", key: {"menu": menu}}) + "\n")
+    return path
+
+
+def test_the_server_answers_sigterm_at_once_while_peer_metrics_are_computed(browser, tmp_path):
+    """Issue 33: the peer metric families, computed after the KIEval scoring, ran in a
+    thread of the server, which the interpreter waits for at exit: a server computing
+    ANLS* on three documents of 900 nested lines (about 25 s) ignored SIGTERM until they
+    were done. Here it exits within two seconds and leaves no process behind."""
+    gt = _nested_menus(tmp_path / "nested_gt.jsonl", "gt_parse", 3, 900)
+    pred = _nested_menus(tmp_path / "nested_pred.jsonl", "prediction", 3, 897)
+    with _own_server() as server:
+        context, page = _open(browser, server)
+        _upload_gt(page, gt)
+        page.locator(PRED_BOX).locator("input[type=file]").set_input_files(str(pred))
+        page.get_by_text("Peer metrics:").first.wait_for()
+        time.sleep(1)  # into ANLS*
+        assert server.readers(), "the peer metrics did not run in a child process"
+        top = psutil.Process(server.process.pid)
+        family = [top, *top.children(recursive=True)]
+        sent = time.monotonic()
+        server.process.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            server.process.wait(timeout=60)
+        exited = time.monotonic() - sent
+        left = [p.pid for p in family if not _gone(p, time.monotonic() + 2)]
+        context.close()
+    print(f"SIGTERM during the peer metrics: the server exited in {exited:.2f} s")
     assert exited < 2, exited
     assert not left, left
 

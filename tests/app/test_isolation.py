@@ -38,6 +38,7 @@ from kieval_core.limits import LimitExceeded
 from kieval_core.output.outputs import Interrupted
 from kieval_core.read.formats.jsontext import NeedsSourceText
 from kieval_core.read.locations import BadLocation
+from kieval_core.result.scoring import peer_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_GT = ROOT / "sample_data" / "cord_v2_gt.jsonl"
@@ -151,6 +152,12 @@ def test_a_cancelled_wait_leaves_no_child(tmp_path):
     assert time.monotonic() - started < 10  # not the child's 60 s
     assert _gone(int(path.read_text()))
 
+
+def test_what_the_child_reports_reaches_the_progress_callback():
+    steps: list[tuple[int, int]] = []
+    assert run_isolated(isolated_work.report_steps, 3, progress=lambda *step: steps.append(step)) == "done"
+    assert steps == [(1, 3), (2, 3), (3, 3)]
+    assert run_isolated(isolated_work.report_steps, 2) == "done"  # nobody listening: nothing lost
 
 @pytest.mark.parametrize(("work", "how"), [
     ((os._exit, 3), "exit code 3"),
@@ -468,3 +475,51 @@ def test_page_images_reserve_what_their_pixels_cost(slow_pages):
     with pytest.raises(Busy):
         compute.page_images(tight, slow_pages)
     assert tight.costs == [compute.images_cost(slow_pages.data, slow_pages.name, limits)]
+
+
+def test_peer_metrics_run_in_a_child_that_a_closed_session_stops():
+    """Issue 33: the peer families ran in a thread of the server, which a closed tab or
+    Cancel stopped only between two families (ANLS* of 900 nested lines alone takes
+    seconds) and the server's exit waited for. They run in a child now: the session's end
+    (the reaper closes a closed tab's; Cancel sets the same flag) stops it within a poll,
+    keeps nothing and leaves no reservation."""
+    gt, pred = _menu_source("gt.jsonl", "gt_parse", 900), _menu_source("pred.jsonl", "prediction", 897)
+    options = AppOptions(families=("kieval", "anls_star"))
+    store = Store()
+    key = compute._peer_key(gt, pred, options)
+    store.hold("s", [key])
+    task = store.submit(key, "pred", compute._peer_work(store, gt, pred, options))
+    deadline = time.monotonic() + 60
+    working: list[psutil.Process] = []
+    while not working and time.monotonic() < deadline:
+        working = [p for p in _readers() if p.cpu_percent(0.2) > 0]
+    assert working, "the peer metrics did not run in a child process"
+    time.sleep(0.5)
+    assert not task.done  # into ANLS*
+    stopped = time.monotonic()
+    store.release_session("s")
+    with pytest.raises(TaskCancelled):
+        task.future.result(timeout=5)
+    assert time.monotonic() - stopped < 2
+    assert all(_gone(p.pid) for p in working)
+    assert store.peek(key) is None and store.stats()["reserved"] == 0
+
+
+def test_peer_metrics_in_a_child_report_each_family_and_equal_the_cores():
+    gt, pred = _menu_source("gt.jsonl", "gt_parse", 30), _menu_source("pred.jsonl", "prediction", 28)
+    options = AppOptions(families=("kieval", "anls_star", "nted", "oi"))
+    store = Store()
+    key = compute._peer_key(gt, pred, options)
+    store.hold("s", [key])
+    task = store.submit(key, "pred", compute._peer_work(store, gt, pred, options))
+    figures = task.future.result(timeout=120)
+    assert (task.done_steps, task.total_steps) == (3, 3)
+    structures = compute._keep_structures(options)
+    here = peer_metrics(*(load_bytes(s.data, s.name, options.load_options(role), name=name,
+                                     keep_structures=structures)
+                          for s, role, name in ((gt, "gt", "ground truth"), (pred, "pred", "pred"))),
+                        options.peer_families, options.peer_options, normalizer=options.normalizer)
+    assert set(figures) == {"anls_star", "nted", "oi"}
+    assert {k: f.report() for k, f in figures.items()} == {k: f.report() for k, f in here.items()}
+    for family, figure in figures.items():
+        pd.testing.assert_frame_equal(figure.documents, here[family].documents)
