@@ -9,7 +9,8 @@ process instead and waits for it in short polls
 (:data:`POLL_S`), calling ``tick()`` between them; whatever ends the wait early (``tick``
 raising because the page's run was cancelled, the session ending, any exception) kills
 the child on the way out, so its CPU and memory are freed within a poll. The result comes
-back pickled through a pipe (our own process's objects, not user data); an exception
+back pickled through a pipe (our own process's objects, not user data), after whatever
+progress the work told :func:`report` (given to the wait's ``progress``); an exception
 raised in the child is raised in the parent with its type and message
 (:class:`~kieval_core.KievalInputError` and its subclasses pickle with their parts); a
 child that dies without an answer (the out-of-memory killer, a crash in a library) raises

@@ -477,12 +477,13 @@ def test_page_images_reserve_what_their_pixels_cost(slow_pages):
     assert tight.costs == [compute.images_cost(slow_pages.data, slow_pages.name, limits)]
 
 
-def test_peer_metrics_run_in_a_child_that_a_closed_session_stops():
+@pytest.mark.parametrize("stop", ["closed tab", "cancel"])
+def test_peer_metrics_run_in_a_child_that_a_closed_tab_or_cancel_stops(stop):
     """Issue 33: the peer families ran in a thread of the server, which a closed tab or
     Cancel stopped only between two families (ANLS* of 900 nested lines alone takes
     seconds) and the server's exit waited for. They run in a child now: the session's end
-    (the reaper closes a closed tab's; Cancel sets the same flag) stops it within a poll,
-    keeps nothing and leaves no reservation."""
+    (the reaper closes a closed tab's session) or Cancel (``session.cancel_background``
+    sets the task's flag) stops it within a poll, keeps nothing and leaves no reservation."""
     gt, pred = _menu_source("gt.jsonl", "gt_parse", 900), _menu_source("pred.jsonl", "prediction", 897)
     options = AppOptions(families=("kieval", "anls_star"))
     store = Store()
@@ -497,7 +498,10 @@ def test_peer_metrics_run_in_a_child_that_a_closed_session_stops():
     time.sleep(0.5)
     assert not task.done  # into ANLS*
     stopped = time.monotonic()
-    store.release_session("s")
+    if stop == "closed tab":
+        store.release_session("s")
+    else:
+        task.cancelled.set()
     with pytest.raises(TaskCancelled):
         task.future.result(timeout=5)
     assert time.monotonic() - stopped < 2
