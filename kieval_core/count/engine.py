@@ -335,7 +335,8 @@ def canonical_ranks(gid: np.ndarray, content: np.ndarray, block: np.ndarray,
     if not several.any():
         return rank
     sizes = np.bincount(gid, minlength=n)
-    order = np.lexsort((content, gid))
+    # by group, then content: one stable sort of the packed key (np.lexsort sorts twice)
+    order = np.argsort(gid.astype(np.int64) * (int(content.max()) + 1) + content, kind="stable")
     ordered_gid, ordered_content = gid[order], content[order]
     position = run_ranks(ordered_gid)
     # bucket blocks by their largest group (a power of two) to keep padded rows short
