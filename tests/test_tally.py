@@ -25,3 +25,25 @@ def test_summed_by_is_an_outer_join_of_groupby_sums(first, second):
     pd.testing.assert_frame_equal(got, want, check_index_type=False)
     assert got.index.tolist() == sorted(set(a["k"]) | set(b["k"]))
     assert got.to_numpy().dtype == np.int64 and (got.to_numpy() >= 0).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(PART, PART, st.sampled_from(["sorted", "unsorted"]))
+def test_summed_by_reads_categorical_keys_as_their_strings(first, second, kind):
+    """The engine's frames key by categoricals sharing sorted categories (some unused):
+    read off their codes, the sums and the index equal those of the same keys as strings;
+    unsorted categories take the strings' path."""
+    a = pd.DataFrame(first, columns=["k", "n"]).astype({"k": object, "n": np.int64})
+    b = pd.DataFrame(second, columns=["k", "m"]).astype({"k": object, "m": np.int64})
+    names = sorted(set(a["k"]) | set(b["k"]) | {"unused", "zz"})
+    if kind == "unsorted":
+        names = names[::-1]
+    categories = pd.Index(names, dtype=object)
+
+    def coded(frame: pd.DataFrame) -> pd.DataFrame:
+        return frame.assign(k=pd.Categorical(frame["k"], categories=categories))
+
+    got = summed_by("k", [(coded(a), ["n"]), (coded(b), ["m"])])
+    want = summed_by("k", [(a, ["n"]), (b, ["m"])])
+    pd.testing.assert_frame_equal(got, want)
+    assert got.index.dtype == want.index.dtype

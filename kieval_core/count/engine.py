@@ -168,25 +168,6 @@ def run_ranks(sorted_keys: np.ndarray) -> np.ndarray:
     return np.arange(n) - first
 
 
-def dense_rank(*keys: np.ndarray) -> np.ndarray:
-    """Dense rank of the rows of ``keys`` (last key primary, as in ``np.lexsort``).
-
-    >>> dense_rank(np.array([0.5, 0.1, 0.5]), np.array([2, 2, 1])).tolist()
-    [2, 1, 0]
-    """
-    n = len(keys[0])
-    if n == 0:
-        return np.zeros(0, np.int64)
-    order = np.lexsort(keys)
-    change = np.zeros(n, bool)
-    for key in keys:
-        ordered = key[order]
-        change[1:] |= ordered[1:] != ordered[:-1]
-    rank = np.empty(n, np.int64)
-    rank[order] = np.cumsum(change)
-    return rank
-
-
 def _count_pair(keys_a: np.ndarray, keys_b: np.ndarray):
     """Distinct keys over both arrays with their counts on each side."""
     codes, uniques = pd.factorize(np.concatenate([keys_a, keys_b]))
@@ -266,7 +247,7 @@ def encode(gt: pd.DataFrame, pred: pd.DataFrame, doc_ids, normalizer: Normalizer
     confidence_key = np.nan_to_num(conf, nan=-1.0)
     # without confidences (or with one for all) the content rank is the dense tv code itself
     constant = not len(conf) or bool((confidence_key == confidence_key[0]).all())
-    content = tv.astype(np.int64) if constant else dense_rank(confidence_key, tv)
+    content = tv.astype(np.int64) if constant else _content_rank(tv, confidence_key)
     vocab = Vocabulary(doc_index, pd.Index(gtype_names, dtype=object), pd.Index(etype_names, dtype=object),
                        comparable, tv_uniques % max(len(comparable), 1), normalised,
                        max(int(grp.max(initial=-1)) + 2, 1))
@@ -277,6 +258,19 @@ def encode(gt: pd.DataFrame, pred: pd.DataFrame, doc_ids, normalizer: Normalizer
                     values[sl], norm[sl], unparsed[sl])
 
     return side(slice(0, n_gt)), side(slice(n_gt, None)), vocab
+
+
+def _content_rank(tv: np.ndarray, confidence_key: np.ndarray) -> np.ndarray:
+    """Dense rank of (tv, confidence) pairs, tv primary: the dense code of the confidence
+    packed below ``tv`` (itself a dense code; both below the row count, so the key fits in
+    int64), one ``np.unique`` each (``np.lexsort`` of both sorted the index twice).
+
+    >>> _content_rank(np.array([2, 2, 1]), np.array([0.5, 0.1, 0.5])).tolist()
+    [2, 1, 0]
+    """
+    distinct, confidence_code = np.unique(confidence_key, return_inverse=True)
+    key = tv.astype(np.int64) * len(distinct) + confidence_code.ravel()
+    return np.unique(key, return_inverse=True)[1].ravel().astype(np.int64)
 
 
 # --- groups in canonical order ----------------------------------------------------------
@@ -335,7 +329,8 @@ def canonical_ranks(gid: np.ndarray, content: np.ndarray, block: np.ndarray,
     if not several.any():
         return rank
     sizes = np.bincount(gid, minlength=n)
-    order = np.lexsort((content, gid))
+    # by group, then content: one stable sort of the packed key (np.lexsort sorts twice)
+    order = np.argsort(gid.astype(np.int64) * (int(content.max()) + 1) + content, kind="stable")
     ordered_gid, ordered_content = gid[order], content[order]
     position = run_ranks(ordered_gid)
     # bucket blocks by their largest group (a power of two) to keep padded rows short

@@ -92,8 +92,12 @@ def summed_by(key: str, parts: list[tuple[pd.DataFrame, list[str]]]) -> pd.DataF
     >>> summed_by("k", [(a, ["n"]), (pd.DataFrame({"k": ["z"], "m": [4]}), ["m"])]).to_dict("index")
     {'x': {'n': 2, 'm': 0}, 'y': {'n': 4, 'm': 0}, 'z': {'n': 0, 'm': 4}}
     """
-    keys = [frame[key].to_numpy(object) for frame, _ in parts]
-    codes, uniques = pd.factorize(np.concatenate(keys) if keys else np.empty(0, object), sort=True)
+    keys = [frame[key] for frame, _ in parts]
+    coded = _category_codes(keys)
+    if coded is None:
+        values = [k.to_numpy(object) for k in keys]
+        coded = pd.factorize(np.concatenate(values) if values else np.empty(0, object), sort=True)
+    codes, uniques = coded
     bounds = np.cumsum([0, *map(len, keys)])
     sums = {}
     for (frame, columns), start, end in zip(parts, bounds[:-1], bounds[1:], strict=True):
@@ -103,6 +107,21 @@ def summed_by(key: str, parts: list[tuple[pd.DataFrame, list[str]]]) -> pd.DataF
     # a str index when every part has keys, else object (as the groupby and concat it replaces)
     index = pd.Index(uniques, name=key, dtype=None if all(map(len, keys)) else object)
     return pd.DataFrame(sums, index=index)
+
+
+def _category_codes(keys: list[pd.Series]) -> tuple[np.ndarray, np.ndarray] | None:
+    """``pd.factorize(sort=True)`` of the concatenated keys read off their categorical
+    codes (the engine's frames share sorted categories): no string is hashed or sorted.
+    None unless every key is categorical with the same sorted categories."""
+    if not keys or not all(isinstance(k.dtype, pd.CategoricalDtype) for k in keys):
+        return None
+    categories = keys[0].cat.categories
+    same = all(k.cat.categories.equals(categories) for k in keys[1:])
+    if not (same and categories.is_monotonic_increasing):
+        return None
+    raw = np.concatenate([k.cat.codes.to_numpy(np.int64) for k in keys])
+    present = np.bincount(raw, minlength=len(categories)) > 0
+    return (np.cumsum(present) - 1)[raw], categories.to_numpy(object)[present]
 
 
 def figures(counts: pd.DataFrame) -> pd.DataFrame:
