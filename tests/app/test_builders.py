@@ -499,15 +499,22 @@ def test_the_app_reports_what_evaluate_reports(all_families):
 
 
 def test_each_upload_is_read_once(monkeypatch):
-    """The upload check scores the file (through the core), the workspace and the peer
-    metrics find what it read: every file is parsed once per set of options."""
+    """The upload check scores the file (in a child, through the core), the workspace finds
+    what it scored, and the peer metrics read the prediction in their own child: the ground
+    truth is parsed once and each prediction file twice (its scoring and its peer metrics),
+    whatever the workspace asks for. The children are replaced by calls in this process
+    so that the parses can be counted."""
     reads = []
 
     def counting_load_bytes(data, source, *args, **kwargs):
         reads.append(source)
         return load_bytes(data, source, *args, **kwargs)
 
+    def in_process(function, *args, tick=None, progress=None, **kwargs):
+        return function(*args, **kwargs)
+
     monkeypatch.setattr(compute, "load_bytes", counting_load_bytes)
+    monkeypatch.setattr(compute, "run_isolated", in_process)
     store = Store(idle_bytes=10**9)
     sample = sample_sources("simulated")
     options = AppOptions(families=("kieval", "anls_star", "oi"))
@@ -515,7 +522,8 @@ def test_each_upload_is_read_once(monkeypatch):
     for pred in sample.predictions:
         compute.score(store, sample.gt, pred, options)  # as the uploads check a prediction file
     ws = _settled_workspace(store, sample, options)
-    assert sorted(reads) == sorted([sample.gt.name, *(p.name for p in sample.predictions)])
+    predictions = [p.name for p in sample.predictions]
+    assert sorted(reads) == sorted([sample.gt.name, *predictions, *predictions])
     assert set(ws.result.models["simulated-weak"].peer) == {"anls_star", "oi"}
 
 
