@@ -596,7 +596,47 @@ def markdown(results: Results) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def measure_rounds(browser, args, floor, app, results, busy, sroie, repeats) -> None:
+    """Every column chosen, --rounds times in turn."""
+    for round_ in range(args.rounds):  # the columns interleaved: each round measures each
+        if args.rounds > 1:
+            log(f"round {round_ + 1} of {args.rounds}")
+        if "floor" in args.only:
+            with busy.measure("floor"):
+                measure_target(browser, floor, results, repeats, "floor", self_check=True)
+            log(f"self-check: {self_check(results)}")
+        if "sample" in args.only:
+            with busy.measure("sample"):
+                measure_target(browser, app, results, repeats, "sample")
+        if "sroie" in args.only and sroie is not None:
+            with busy.measure("sroie"):
+                measure_uploaded(browser, app, results, repeats, args.upload_timeout, "sroie", *sroie,
+                                 model=SROIE_MODEL)
+        if "view" in args.only:
+            with busy.measure("view"):
+                measure_document_view(browser, app, results, repeats, "view")
+        if "10k" in args.only and not args.skip_10k:
+            with busy.measure("10k"):
+                measure_at_scale(browser, app, results, repeats, args.upload_timeout, "10k")
+
+
+def print_checks(check: dict, guard: dict) -> None:
+    """The idle-detection self-check and the busy guard, in words."""
+    verdict = "PASS" if check.get("passed") else "FAIL"
+    if check.get("reason"):
+        print(f"\nIdle-detection self-check: {check['reason']}.")
+    else:
+        print(f"\nIdle-detection self-check: {verdict}. A floor button sleeping {FLOOR_SLEEP_MS} ms "
+              f"measured min {check['measured_min_ms']} ms, p50 {check['measured_p50_ms']} ms (every "
+              f"sample ≥ the sleep: {check['every_sample_at_least_the_sleep']}); overhead p50 "
+              f"{check['overhead_p50_ms']} ms vs the plain floor button's p50 "
+              f"{check['plain_button_p50_ms']} ms (tolerance ±{SELF_CHECK_TOLERANCE_MS} ms).")
+    if guard["enabled"]:
+        print(f"\nOther processes were busy (> {guard['max_cores']} cores) during {guard['discarded_units']} "
+              f"unit(s) of measurement: discarded and redone once quiet ({guard['kept_busy_units']} kept).")
+
+
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 repeats instead of 15 (while developing)")
     parser.add_argument("--repeats", type=int, help="timed repeats per action (default 15)")
@@ -616,7 +656,11 @@ def main() -> None:
     parser.add_argument("--sroie-dir", type=Path, default=SROIE_DIR,
                         help="SROIE's ground truth and predictions (column sroie)")
     parser.add_argument("--json", type=Path, help="write every sample here")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
     sroie = sroie_files(args.sroie_dir)
     if "sroie" in args.only and sroie is None:
         log(f"sroie: no {SROIE_GT} under {args.sroie_dir}: column skipped")
@@ -643,26 +687,7 @@ def main() -> None:
         browser = harness.launch_chromium(playwright)
         info = harness.machine(browser.version)
         try:
-            for round_ in range(args.rounds):  # the columns interleaved: each round measures each
-                if args.rounds > 1:
-                    log(f"round {round_ + 1} of {args.rounds}")
-                if "floor" in args.only:
-                    with busy.measure("floor"):
-                        measure_target(browser, floor, results, repeats, "floor", self_check=True)
-                    log(f"self-check: {self_check(results)}")
-                if "sample" in args.only:
-                    with busy.measure("sample"):
-                        measure_target(browser, app, results, repeats, "sample")
-                if "sroie" in args.only and sroie is not None:
-                    with busy.measure("sroie"):
-                        measure_uploaded(browser, app, results, repeats, args.upload_timeout, "sroie", *sroie,
-                                         model=SROIE_MODEL)
-                if "view" in args.only:
-                    with busy.measure("view"):
-                        measure_document_view(browser, app, results, repeats, "view")
-                if "10k" in args.only and not args.skip_10k:
-                    with busy.measure("10k"):
-                        measure_at_scale(browser, app, results, repeats, args.upload_timeout, "10k")
+            measure_rounds(browser, args, floor, app, results, busy, sroie, repeats)
         except Exception as exc:  # report what was measured, then fail
             error = exc
             log(f"stopped by {type(exc).__name__}: {exc}")
@@ -695,19 +720,7 @@ def main() -> None:
     for column, bars in report["ratios_p50"].items():
         print(f"\nAgainst the floor, p50 ({COLUMNS[column]}): "
               + "; ".join(f"{what} {ratio:.2f}x" for what, ratio in bars.items()) + " (bar: 2x each).")
-    verdict = "PASS" if check.get("passed") else "FAIL"
-    if check.get("reason"):
-        print(f"\nIdle-detection self-check: {check['reason']}.")
-    else:
-        print(f"\nIdle-detection self-check: {verdict}. A floor button sleeping {FLOOR_SLEEP_MS} ms "
-              f"measured min {check['measured_min_ms']} ms, p50 {check['measured_p50_ms']} ms (every "
-              f"sample ≥ the sleep: {check['every_sample_at_least_the_sleep']}); overhead p50 "
-              f"{check['overhead_p50_ms']} ms vs the plain floor button's p50 "
-              f"{check['plain_button_p50_ms']} ms (tolerance ±{SELF_CHECK_TOLERANCE_MS} ms).")
-    guard = report["guard"]
-    if guard["enabled"]:
-        print(f"\nOther processes were busy (> {guard['max_cores']} cores) during {guard['discarded_units']} "
-              f"unit(s) of measurement: discarded and redone once quiet ({guard['kept_busy_units']} kept).")
+    print_checks(check, report["guard"])
     for column, rows in results.notes.items():
         if "exceptions" in rows:
             print(f"\nWarning ({COLUMNS[column]}): {rows['exceptions']}.")
