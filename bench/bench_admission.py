@@ -141,6 +141,17 @@ async def observe(page, stop: asyncio.Event) -> list[float]:
     return latencies
 
 
+async def uploaders_browser(playwright, nice: int, folder: Path):
+    """A second Chromium for the uploading sessions, run at niceness ``nice`` (None for 0:
+    they share the observer's browser)."""
+    if not nice:
+        return None
+    wrapper = folder / "chromium-niced"
+    wrapper.write_text(f'#!/bin/sh\nexec nice -n {nice} {harness.CHROMIUM} "$@"\n')
+    wrapper.chmod(0o755)
+    return await playwright.chromium.launch(executable_path=str(wrapper), args=harness.CHROMIUM_ARGS)
+
+
 async def run(args) -> dict:
     from playwright.async_api import async_playwright
 
@@ -158,6 +169,7 @@ async def run(args) -> dict:
         with harness.streamlit_server(HERE.parent / APP_SCRIPT, HERE.parent, env=env) as server:
             async with async_playwright() as playwright:
                 browser = await harness.launch_chromium(playwright)
+                uploaders = await uploaders_browser(playwright, args.uploaders_nice, folder) or browser
                 try:
                     report["machine"] = harness.machine(browser.version)
                     monitor = Monitor(server)
@@ -177,7 +189,7 @@ async def run(args) -> dict:
                     cpu = server_cpu(server)
                     stop = asyncio.Event()
                     watching = asyncio.create_task(observe(observer, stop))
-                    uploads = (upload_one(browser, server.url, role, f) for role, f in files)
+                    uploads = (upload_one(uploaders, server.url, role, f) for role, f in files)
                     done = await asyncio.gather(*uploads)
                     stop.set()
                     loaded_ms = await watching
@@ -192,7 +204,10 @@ async def run(args) -> dict:
                         release.append((round(time.perf_counter() - closed_at), monitor.rss_mib()))
                     report["pss_end_mib"] = pss_mib(server)
                 finally:
+                    if uploaders is not browser:
+                        await uploaders.close()
                     await browser.close()
+    report["uploaders_nice"] = args.uploaders_nice
     report["other_processes"] = foreign.stop()
     within = [t for t, rss in release if rss <= start * 1.2]
     outcomes = [{k: v for k, v in d.items() if k != "page"} for d in done]
@@ -241,7 +256,7 @@ def markdown(report: dict) -> str:
         counts[o["outcome"]] = counts.get(o["outcome"], 0) + 1
     lines = [
         f"| {report['sessions']} sessions at once, budget {report['budget_mb']:,} MiB, "
-        f"allocator {report['allocator']} | |",
+        f"allocator {report['allocator']}, uploaders' browser nice {report.get('uploaders_nice', 0)} | |",
         "|---|---:|",
         "| server RSS before anyone came / first page / start (warm) (MiB) | "
         f"{report['rss_unserved_mib']:.0f} / {report['rss_first_page_mib']:.0f} / "
@@ -276,6 +291,9 @@ def main() -> None:
     parser.add_argument("--release", type=float, default=90, help="seconds of RSS sampling after closing")
     parser.add_argument("--allocator", choices=("dashboard", "python"), default="dashboard",
                         help="the server's allocators: as `kieval dashboard` sets them, or Python's own")
+    parser.add_argument("--uploaders-nice", type=int, default=0, metavar="N",
+                        help="run the uploading sessions' browser at this niceness (19: their pages take "
+                        "only the CPU the server and the observer leave, as on other machines)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     report = asyncio.run(run(args))
