@@ -6,8 +6,7 @@ import streamlit as st
 
 from kieval_app import guide
 from kieval_app.live_chart import live_chart, live_html
-from kieval_core.figures import automation, documents, overview
-from kieval_core.figures.diff import table_html
+from kieval_core.figures import automation, documents
 from kieval_core.figures.text import md
 from kieval_core.review.automation import Costs, with_costs
 
@@ -18,10 +17,8 @@ st.caption(
 )
 
 # --- every metric ------------------------------------------------------------------------
-cards = overview.metric_cards()
-for family, metrics in cards.groupby("family", sort=False):
+for family, rows in guide.metric_card_groups():
     st.subheader(f"Family: {md(family)}")
-    rows = list(metrics.rename(columns={"how to read it": "how_to_read"}).itertuples(index=False))
     for start in range(0, len(rows), 2):
         for column, row in zip(st.columns(2), rows[start : start + 2], strict=False):
             with column.container(border=True, height="stretch"):
@@ -49,8 +46,7 @@ st.markdown("**The group matching the engine found**")
 # far below the first screen: drawn when scrolled near (live_chart), not on every visit
 live_chart(documents.matching_figure(model, "example"), key="guide_matching", revision="fig2",
            config={"displayModeBar": False})
-live_html(table_html(documents.value_columns(model), documents.alignment_rows(model, "example")),
-          key="guide_pairs", revision="fig2")
+live_html(guide.fig2_pairs_html(), key="guide_pairs", revision="fig2")
 with st.expander("The example as input files"):
     st.code(json.dumps({"doc_id": "example", "gt_parse": guide.FIG2_GT}), language="json")
     st.code(json.dumps({"doc_id": "example", "gt_parse": guide.FIG2_PREDICTION}), language="json")

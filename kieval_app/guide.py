@@ -13,6 +13,8 @@ import json
 import pandas as pd
 
 from kieval_core import EvaluationResult, evaluate, load_bytes
+from kieval_core.figures import documents, overview
+from kieval_core.figures.diff import table_html
 
 #: The paper's Fig. 2: six menu lines; the prediction moved the 5th price to a line of
 #: its own and lost the last price. Every predicted value occurs in the ground truth, so
@@ -95,6 +97,21 @@ def evaluate_example(gt: dict, prediction: dict) -> EvaluationResult:
 @functools.cache  # a constant example: evaluated once per process, never changed
 def fig2_result() -> EvaluationResult:
     return evaluate_example(FIG2_GT, FIG2_PREDICTION)
+
+
+@functools.cache  # constant: built once per process (a string, shared safely by every session)
+def fig2_pairs_html() -> str:
+    """The Fig. 2 example's value pairs as the Documents page shows them."""
+    model = fig2_result().models["prediction"]
+    return table_html(documents.value_columns(model), documents.alignment_rows(model, "example"))
+
+
+@functools.cache  # constant: the registry's cards, read once per process
+def metric_card_groups() -> tuple[tuple[str, tuple], ...]:
+    """Every registry metric's card, as (family, rows) in the registry's order."""
+    cards = overview.metric_cards().rename(columns={"how to read it": "how_to_read"})
+    return tuple((family, tuple(metrics.itertuples(index=False)))
+                 for family, metrics in cards.groupby("family", sort=False))
 
 
 def fig2_table(result: EvaluationResult) -> pd.DataFrame:
