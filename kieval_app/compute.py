@@ -132,10 +132,18 @@ def read_dataset(store: Store, source: Source, options: AppOptions, role: str,
     name = "ground truth" if role == "gt" else source.stem
     read = functools.partial(run_isolated, load_bytes, source.data, source.name, options.load_options(role),
                              name=name, keep_structures=_keep_structures(options), tick=_tick(waiting))
-    key = _dataset_key(source, options, role)
-    if prebuilt.builtin(source):  # a built-in sample's: read once for every server
-        read = prebuilt.kept(key, read)
-    return store.get(key, read, cost=load_estimate(source.data, source.name), waiting=waiting)
+    return _shared(store, _dataset_key(source, options, role), read, load_estimate(source.data, source.name),
+                   waiting, source)
+
+
+def _shared(store: Store, key: Hashable, compute: Callable[[], Any], cost: int, waiting: Waiting | None,
+            *sources: Source) -> Any:
+    """``compute()`` once per ``key`` for every session (:meth:`Store.get`, reserving
+    ``cost``); when ``sources`` are all a built-in sample's, once for every server too (kept
+    on disk by :mod:`kieval_app.prebuilt`)."""
+    if prebuilt.builtin(*sources):
+        compute = prebuilt.kept(key, compute)
+    return store.get(key, compute, cost=cost, waiting=waiting)
 
 
 def _tick(waiting: Waiting | None) -> Callable[[], None] | None:
@@ -181,10 +189,8 @@ def page_images(store: Store, source: Source, waiting: Waiting | None = None) ->
     (a cancelled upload, a closed tab) is stopped at once."""
     limits = image_limits()
     read = functools.partial(run_isolated, read_images, source.data, source.name, limits, tick=_tick(waiting))
-    key = _images_key(source, limits)
-    if prebuilt.builtin(source):  # a built-in sample's: read once for every server
-        read = prebuilt.kept(key, read)
-    return store.get(key, read, cost=images_cost(source.data, source.name, limits), waiting=waiting)
+    return _shared(store, _images_key(source, limits), read, images_cost(source.data, source.name, limits),
+                   waiting, source)
 
 
 def read_images(data: bytes, name: str, limits: ImageLimits) -> PageImages:
@@ -264,9 +270,7 @@ def score(store: Store, gt: Source, pred: Source, options: AppOptions,
         work = functools.partial(run_isolated, score_file, gt_set, rules, options.normalizer, pred.data,
                                  pred.name, options.load_options("pred"), name=pred.stem,
                                  keep_structures=structures, tick=_tick(waiting))
-        if prebuilt.builtin(gt, pred):  # a built-in sample's: scored once for every server
-            work = prebuilt.kept(key, work)
-        scored = store.get(key, work, cost=scoring_cost(gt, pred, gt_set), waiting=waiting)
+        scored = _shared(store, key, work, scoring_cost(gt, pred, gt_set), waiting, gt, pred)
         if store.peek(_keys_key(pred, options)) is None:  # the workspace's one-sided keys need no read
             store.put(_keys_key(pred, options), scored[1])
     return scored
@@ -312,10 +316,7 @@ def keys_of(store: Store, pred: Source, options: AppOptions, waiting: Waiting | 
     in the store too), read in a child process that keeps the file."""
     read = functools.partial(run_isolated, file_keys, pred.data, pred.name, options.load_options("pred"),
                              name=pred.stem, keep_structures=_keep_structures(options), tick=_tick(waiting))
-    key = _keys_key(pred, options)
-    if prebuilt.builtin(pred):  # a built-in sample's: read once for every server
-        read = prebuilt.kept(key, read)
-    return store.get(key, read, cost=load_estimate(pred.data, pred.name), waiting=waiting)
+    return _shared(store, _keys_key(pred, options), read, load_estimate(pred.data, pred.name), waiting, pred)
 
 
 def _peer_work(store: Store, gt: Source, pred: Source, options: AppOptions) -> Callable[[Task], dict]:
