@@ -297,15 +297,8 @@ def test_the_server_answers_sigterm_at_once_while_an_upload_is_worked_on(browser
         while not readers and time.monotonic() < deadline:  # the read has started
             readers = server.readers()
         assert readers, "the read did not run in a child process"
-        top = psutil.Process(server.process.pid)
-        family = [top, *top.children(recursive=True)]
         time.sleep(1)  # well into the read (about 5 s)
-        sent = time.monotonic()
-        server.process.send_signal(signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            server.process.wait(timeout=10)
-        exited = time.monotonic() - sent
-        left = [p.pid for p in family if not _gone(p, time.monotonic() + 2)]
+        exited, left = _terminated(server, wait_s=10)
         context.close()
     assert exited < 2, exited
     assert not left, left
@@ -336,18 +329,24 @@ def test_the_server_answers_sigterm_at_once_while_peer_metrics_are_computed(brow
         page.get_by_text("Peer metrics:").first.wait_for()
         time.sleep(1)  # into ANLS*
         assert server.readers(), "the peer metrics did not run in a child process"
-        top = psutil.Process(server.process.pid)
-        family = [top, *top.children(recursive=True)]
-        sent = time.monotonic()
-        server.process.send_signal(signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            server.process.wait(timeout=60)
-        exited = time.monotonic() - sent
-        left = [p.pid for p in family if not _gone(p, time.monotonic() + 2)]
+        exited, left = _terminated(server, wait_s=60)
         context.close()
     print(f"SIGTERM during the peer metrics: the server exited in {exited:.2f} s")
     assert exited < 2, exited
     assert not left, left
+
+
+def _terminated(server, wait_s: float) -> tuple[float, list[int]]:
+    """SIGTERM to the server: the seconds until it exited (up to ``wait_s``) and the pids of
+    it and its children still there two seconds later."""
+    top = psutil.Process(server.process.pid)
+    family = [top, *top.children(recursive=True)]
+    sent = time.monotonic()
+    server.process.send_signal(signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        server.process.wait(timeout=wait_s)
+    exited = time.monotonic() - sent
+    return exited, [p.pid for p in family if not _gone(p, time.monotonic() + 2)]
 
 
 def _gone(process: psutil.Process, deadline: float) -> bool:
