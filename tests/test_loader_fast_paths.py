@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import PurePath
 from unittest import mock
 
@@ -19,13 +21,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kieval_core.read.formats as loaders
-from kieval_core import KievalInputError, load_bytes
-from kieval_core.read.formats import jsontext
+from kieval_core import KievalInputError, LoadOptions, load_bytes
+from kieval_core.limits import Limits
+from kieval_core.read.formats import jsontext, kieval_csv
 from kieval_core.read.formats.builder import DatasetBuilder, file_stem
 from kieval_core.read.formats.jsontext import JsonNumber, NeedsSourceText, fast_json, parse_json
-from kieval_core.read.formats.kieval_csv import PY_SPACE, kieval_csv_entities, read_kieval_csv
+from kieval_core.read.formats.kieval_csv import PY_SPACE, _lines, kieval_csv_entities, read_kieval_csv
 from kieval_core.read.formats.nested import text_numbers
-from kieval_core.read.load import read_file
+from kieval_core.read.load import FIRST_READ, NEXT_READ, read_directory
 
 
 @contextmanager
@@ -200,6 +203,31 @@ def test_official_csv_fast_equals_line_by_line(docs):
     assert same(outcome(lambda: fast_read(files)), outcome(lambda: slow_read(files)))
 
 
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["\n", "\r", "\r\n", "\ufeff", "a", "\t", " ", "é", "\u2028"]),
+                         max_size=12).map("".join), min_size=1, max_size=5))
+def test_official_csv_lines_are_each_files_lines(texts):
+    """The lines found in the joined bytes are each file's own: a byte order mark opening it
+    dropped (one), ``\r\n`` a line break (a lone ``\r`` kept), ``\n`` stripped at both ends."""
+    lines, file, position, last = _lines({f"{i}.csv": t.encode() for i, t in enumerate(texts)})
+    expected = []
+    for i, text in enumerate(texts):
+        text = text.removeprefix("\ufeff").replace("\r\n", "\n").strip("\n")
+        split = text.split("\n") if text else []
+        expected += [(line, i, j, len(split) - 1) for j, line in enumerate(split)]
+    found = zip(lines.to_pylist(), file.tolist(), position.tolist(), last.tolist(), strict=True)
+    assert list(found) == expected
+
+
+def test_official_csv_is_read_without_the_line_by_line_reader():
+    """The fast path reads CR line ends, byte order marks and empty files itself."""
+    files = {"a.csv": "\ufeff0\r\nmenu.nm\r\nTé\r\n\r\nstore\tA\r\n".encode(), "b.csv": b"", "c.csv": b"\n\n"}
+    with mock.patch.object(kieval_csv, "kieval_csv_entities", side_effect=AssertionError("fell back")):
+        entities = fast_read(files).entities
+    assert entities[["doc_id", "entity_type", "value"]].values.tolist() == [["a", "menu.nm", "Té"],
+                                                                             ["a", "store", "A"]]
+
+
 def test_official_csv_bad_bytes_are_named_by_file_and_line():
     good = b"0\nmenu.nm\nTea\n"
     for bad, message in ((b"0\nmenu.nm\n\xff\n", "dir/b.csv, line 3: not UTF-8 text"),
@@ -225,13 +253,34 @@ def test_file_stem_is_the_path_stem(name):
     assert file_stem(name) == PurePath(name).stem
 
 
-@pytest.mark.parametrize("data", [b"", b"x", b"0\nmenu.nm\n" * 1000, bytes(range(256)) * 5000])
-@pytest.mark.parametrize("listed", ["same", "zero", "smaller", "larger"])
-def test_a_file_reads_whole_whatever_size_it_was_listed_with(tmp_path, data, listed):
-    path = tmp_path / "a.csv"
-    path.write_bytes(data)
-    size = {"same": len(data), "zero": 0, "smaller": len(data) // 2, "larger": 2 * len(data) + 7}[listed]
-    assert read_file(str(path), size) == path.read_bytes()
+SIZES = [0, 1, 2000, FIRST_READ - 1, FIRST_READ, FIRST_READ + 1, 2 * FIRST_READ, NEXT_READ + FIRST_READ + 3]
+
+
+def test_a_directory_reads_every_file_whole_whatever_its_size(tmp_path):
+    """No file is measured before it is read: an empty file, one of exactly one first read,
+    one a byte longer and one of several further reads all come whole."""
+    expected = {f"{size:08d}.csv": bytes(range(256)) * (size // 256) + b"\r" * (size % 256) for size in SIZES}
+    for name, data in expected.items():
+        (tmp_path / name).write_bytes(data)
+    assert read_directory(tmp_path, sorted(expected), LoadOptions(), "dir") == expected
+
+
+@pytest.mark.parametrize("sizes", [[600, 600], [3000], [FIRST_READ + 10, 5]])
+def test_a_directory_above_the_size_limit_is_refused_with_its_size_on_disk(tmp_path, sizes):
+    """Refused as when the sizes were summed before reading: the figure is the size on disk,
+    whichever file passed the limit."""
+    for i, size in enumerate(sizes):
+        (tmp_path / f"{i}.csv").write_bytes(b"x" * size)
+    small = LoadOptions(limits=replace(Limits.defaults("cli"), file_mb=1000 / 2**20))
+    shown = f"{sum(sizes) / 2**20:,.2f}"
+    with pytest.raises(KievalInputError, match=rf"dir: {shown} MiB on disk is above the limit"):
+        read_directory(tmp_path, sorted(p.name for p in tmp_path.iterdir()), small, "dir")
+
+
+def test_a_directory_reads_by_full_path_where_the_system_has_no_dir_fd(tmp_path):
+    (tmp_path / "a.csv").write_bytes(b"0\nmenu.nm\nTea\n")
+    with mock.patch.object(os, "supports_dir_fd", set()):
+        assert read_directory(tmp_path, ["a.csv"], LoadOptions(), "dir") == {"a.csv": b"0\nmenu.nm\nTea\n"}
 
 
 def test_python_whitespace_is_what_str_strip_removes():

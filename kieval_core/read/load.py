@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from ..exceptions import KievalInputError
+from ..limits import MIB
 from .dataset import Dataset
 from .formats import IGNORED_FILES, MAX_FILES, LoadOptions, check_scoring_cost, load_bytes, load_files
 from .shards import is_sharded, load_shards
@@ -36,13 +37,11 @@ def load(path: str | Path, options: LoadOptions = LoadOptions(), name: str | Non
     name = name or (path.name if path.is_dir() else path.stem)
     if path.is_dir():
         with os.scandir(path) as entries:  # sorted by name, as Path objects sort
-            members = sorted((e for e in entries if e.is_file() and not e.name.startswith(".")
-                              and e.name not in IGNORED_FILES), key=lambda e: e.name)
-        if len(members) > MAX_FILES:
-            raise KievalInputError(source, None, f"{len(members)} files; at most {MAX_FILES} are read")
-        sizes = [e.stat().st_size for e in members]
-        options.check_size(sum(sizes), source)
-        files = {e.name: read_file(e.path, size) for e, size in zip(members, sizes, strict=True)}
+            names = sorted(e.name for e in entries if e.is_file() and not e.name.startswith(".")
+                           and e.name not in IGNORED_FILES)
+        if len(names) > MAX_FILES:
+            raise KievalInputError(source, None, f"{len(names)} files; at most {MAX_FILES} are read")
+        files = read_directory(path, names, options, source)
         return load_files(files, source, options, name, keep_structures=keep_structures)
     if not path.exists():
         raise KievalInputError(source, None, "no such file or directory")
@@ -50,18 +49,58 @@ def load(path: str | Path, options: LoadOptions = LoadOptions(), name: str | Non
     return load_bytes(path.read_bytes(), source, options, name=name, keep_structures=keep_structures)
 
 
-def read_file(path: str, size: int) -> bytes:
-    """The bytes of a file listed with ``size`` bytes: one ``read`` when it still has that
-    size (``open(path, "rb").read()`` asks for the size twice more and reads twice), read
-    to its end when it grew or shrank since."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+#: The size of the first read of each file of a directory: per-document files are smaller,
+#: so one read and a second that finds the end of the file take each whole.
+FIRST_READ = 1 << 16
+#: The size of each further read of a larger file.
+NEXT_READ = 1 << 20
+_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+
+
+def read_directory(path: Path, names: list[str], options: LoadOptions, source: str) -> dict[str, bytes]:
+    """The bytes of the files ``names`` of the directory ``path``, each read to its end.
+
+    No file is measured first (a ``stat`` per file cost as much as reading it): the bytes
+    read are summed as they come, and once they pass the file size limit the files' sizes
+    on disk are summed and the directory is refused as it was before reading (the figure
+    shown is the larger of the two sums). Names are opened relative to the directory where
+    the system allows it (no path is joined per file).
+    """
+    limit = options.limits.file_mb * MIB
+    relative = os.open in os.supports_dir_fd
+    directory = os.open(path, os.O_RDONLY) if relative else None
+
+    def at(name: str) -> str | Path:  # opened with dir_fd=directory
+        return name if relative else path / name
+
+    files: dict[str, bytes] = {}
+    total = 0
     try:
-        data = os.read(fd, size + 1)
-        if len(data) == size:
-            return data
-        parts = [data]
-        while chunk := os.read(fd, 1 << 20):
-            parts.append(chunk)
-        return b"".join(parts)
+        for name in names:
+            fd = os.open(at(name), _FLAGS, dir_fd=directory)
+            try:
+                data = os.read(fd, FIRST_READ)
+                more = os.read(fd, FIRST_READ) if data else b""  # b"": the end of the file
+                if more:
+                    data = _rest(fd, [data, more], limit - total)
+            finally:
+                os.close(fd)
+            total += len(data)
+            if total > limit:
+                on_disk = sum(os.stat(at(name), dir_fd=directory).st_size for name in names)
+                options.check_size(max(on_disk, total), source)
+            files[name] = data
     finally:
-        os.close(fd)
+        if directory is not None:
+            os.close(directory)
+    return files
+
+
+def _rest(fd: int, parts: list[bytes], budget: int) -> bytes:
+    """The bytes of a file whose first reads were ``parts``, read to its end or until they
+    pass ``budget`` bytes (the caller then refuses the directory)."""
+    size = sum(map(len, parts))
+    while size <= budget and (chunk := os.read(fd, NEXT_READ)):
+        parts.append(chunk)
+        size += len(chunk)
+    return b"".join(parts)
