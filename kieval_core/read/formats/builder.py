@@ -64,13 +64,21 @@ def file_stem(name: str) -> str:
     return name[:dot] if 0 < dot < len(name) - 1 else name
 
 
+def nfc_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of the NFC forms of a text column's values, and those forms: each distinct
+    value is normalised once, and values of one NFC form share its code (a categorical
+    column is read through its codes)."""
+    codes, uniques = pd.factorize(values, sort=False)
+    normalised, names = pd.factorize(np.array([nfc(str(u)) for u in uniques], dtype=object), sort=False)
+    return normalised[codes], np.asarray(names, dtype=object)
+
+
 def nfc_column(values: pd.Series) -> pd.Series:
     """NFC of every value of a text column, normalising each distinct value once."""
-    codes, uniques = pd.factorize(values, sort=False)
-    if not len(uniques):
+    codes, names = nfc_codes(values)
+    if not len(names):
         return pd.Series(values, dtype=object)
-    normalised = np.array([nfc(str(u)) for u in uniques], dtype=object)
-    return pd.Series(normalised[codes], index=values.index, dtype=object)
+    return pd.Series(names[codes], index=values.index, dtype=object)
 
 
 class Columns:
@@ -337,9 +345,12 @@ class DatasetBuilder:
 
     def _long_table(self) -> pd.DataFrame:
         table = self.table.reset_index(drop=True)
-        for column in ("doc_id", "group_type", "entity_type"):
-            table[column] = nfc_column(table[column])
-        table["group"] = group_indices(table, "group_key")
+        coded = {column: nfc_codes(table[column]) for column in ("doc_id", "group_type", "entity_type")}
+        for column, (codes, names) in coded.items():
+            table[column] = pd.Series(names[codes], dtype=object)
+        (doc, _), (gtype, gtypes) = coded["doc_id"], coded["group_type"]
+        key, _ = pd.factorize(table["group_key"])
+        table["group"] = _group_index(doc, gtype, key, (gtypes != "")[gtype])
         return table
 
     def _entity_table(self) -> pd.DataFrame:
@@ -405,23 +416,14 @@ def meta_frame(meta: Mapping[str, Mapping[str, str]]) -> pd.DataFrame | None:
     return frame
 
 
-def group_indices(table: pd.DataFrame, key_column: str) -> np.ndarray:
-    """0-based group index per (doc_id, group_type) in order of first appearance.
-
-    Rows with an empty group type are non-group (-1).
-
-    >>> group_indices(pd.DataFrame({"doc_id": ["a", "a", "a", "b"], "group_type": ["m", "m", "m", "m"],
-    ...                             "k": ["7", "3", "7", "3"]}), "k").tolist()
-    [0, 1, 0, 0]
-    """
-    doc, _ = pd.factorize(table["doc_id"])
-    gtype, _ = pd.factorize(table["group_type"])
-    key, _ = pd.factorize(table[key_column])
-    return _group_index(doc, gtype, key, table["group_type"].to_numpy(object) != "")
-
-
 def _group_index(doc: np.ndarray, gtype: np.ndarray, key: np.ndarray, grouped: np.ndarray) -> np.ndarray:
-    """:func:`group_indices` from codes of documents, group types and group keys."""
+    """0-based group index per (document, group type) in order of first appearance, from
+    codes of documents, group types and group keys; -1 where not ``grouped`` (non-group).
+
+    >>> _group_index(np.array([0, 0, 0, 1]), np.array([0, 0, 0, 0]), np.array([7, 3, 7, 3]),
+    ...              np.array([True, True, True, False])).tolist()
+    [0, 1, 0, -1]
+    """
     block = doc.astype(np.int64) * (int(gtype.max(initial=0)) + 1) + gtype
     n_keys = int(key.max(initial=0)) + 1
     group, firsts = pd.factorize(block.astype(np.int64) * n_keys + key)

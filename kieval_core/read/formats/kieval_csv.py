@@ -20,7 +20,7 @@ when the fast path finds a problem, so every message names the first bad file an
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -213,15 +213,21 @@ def _directory_entities(files: Mapping[str, bytes], stems: list[str]) -> pd.Data
     line, type_code = line[cell], type_code[cell]
     grouped = blocks.grouped[block[line]]
     key = blocks.index[block[line]].astype(np.int64) * (int(in_block.max(initial=0)) + 1) + in_block[line]
-    # text columns as object, as the builder uses them (not converted to Arrow strings and back)
+    # identifiers as categoricals: the builder reads their codes (no string hashed per entity)
     return pd.DataFrame({
-        "doc_id": pd.Series(np.array(stems, dtype=object)[file[line]], dtype=object),
-        "group_type": pd.Series(blocks.group_type[block[line]], dtype=object),
+        "doc_id": _categorical(file[line], stems),
+        "group_type": _categorical(block[line], blocks.group_type),
         "group_key": np.where(grouped, key, -1),
-        "entity_type": pd.Series(types[type_code], dtype=object),
+        "entity_type": _categorical(type_code, types),
         "value": values.to_pandas(),
         "confidence": np.full(len(line), np.nan),
     })
+
+
+def _categorical(codes: np.ndarray, names: Sequence[str]) -> pd.Categorical:
+    """``names[codes]`` as a categorical (``names`` may repeat a name)."""
+    distinct, categories = pd.factorize(np.asarray(names, dtype=object))
+    return pd.Categorical.from_codes(distinct[codes], categories=pd.Index(categories, dtype=object))
 
 
 @dataclass(frozen=True)
