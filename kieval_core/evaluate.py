@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from os import PathLike
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from .exceptions import KievalOptionError, UnscoredKeyWarning
 from .keys import KeyCounts, one_sided_keys, set_aside
 from .read.dataset import Dataset
 from .read.formats import LoadOptions, check_scoring_cost
-from .read.load import load
+from .read.load import read_bytes
 from .read.memory import load_object
 from .result.consensus import with_confidence_sources
 from .result.registry import resolve_families
@@ -34,12 +35,35 @@ from .rules import GT_ORDER_DATE, FieldRules
 
 
 def _as_dataset(item: DatasetLike, options: LoadOptions, name: str | None = None,
-                keep_structures: bool = False) -> Dataset:
+                keep_structures: bool = False) -> Callable[[], Dataset]:
+    """The input's bytes read now (a path), and the function that makes it a dataset."""
     if isinstance(item, Dataset):  # built in Python: the scoring limits hold for it too
-        return check_scoring_cost(item, options.limits)
+        return lambda: check_scoring_cost(item, options.limits)
     if isinstance(item, (str, PathLike)):
-        return load(item, options, name=name, keep_structures=keep_structures)
-    return load_object(item, options, name=name, keep_structures=keep_structures)
+        return read_bytes(item, options, name=name, keep_structures=keep_structures)
+    return lambda: load_object(item, options, name=name, keep_structures=keep_structures)
+
+
+def _datasets(items: Sequence[tuple[str | None, DatasetLike]], options: LoadOptions,
+              keep_structures: bool) -> Iterator[Dataset]:
+    """The datasets of ``items`` (name, input), in order. Each input's parse runs in a
+    thread while this one reads the next input's files (Arrow and numpy release the
+    interpreter: the second core parses while the first reads); an error is raised where
+    reading them one after the other would have raised it first."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        parsing = None
+        for name, item in items:
+            try:
+                parse = _as_dataset(item, options, name=name, keep_structures=keep_structures)
+            except BaseException:
+                if parsing is not None:
+                    parsing.result()  # the input before, read whole first, raises first
+                raise
+            if parsing is not None:
+                yield parsing.result()
+            parsing = pool.submit(parse)
+        if parsing is not None:
+            yield parsing.result()
 
 
 def evaluate(
@@ -157,11 +181,11 @@ def _evaluate(gt, predictions, *, normalizer, rules, metrics, load_options, peer
     steps = 1 + 2 * len(named)
     report = progress or (lambda done, total, label: None)
     keep = needs_structures(families, peer_options)
-    gt_set = _as_dataset(gt, load_options, name="ground truth", keep_structures=keep)
+    datasets = _datasets([("ground truth", gt), *named], load_options, keep)
+    gt_set = next(datasets)
     report(1, steps, "read ground truth")
     preds: dict[str, Dataset] = {}
-    for i, (name, item) in enumerate(named):
-        pred = _as_dataset(item, load_options, name=name, keep_structures=keep)
+    for i, ((name, _), pred) in enumerate(zip(named, datasets, strict=True)):
         name = name or pred.name
         unique_name(name, preds)
         preds[name] = pred

@@ -435,3 +435,21 @@ def test_evaluate_says_in_one_line_what_it_takes(bad, tmp_path):
     message = str(info.value)
     assert "\n" not in message and "a {doc_id: document} dict, a list of records" in message
     assert "pandas DataFrame" in message
+
+
+def test_inputs_read_while_the_one_before_is_parsed_raise_in_reading_order(tmp_path):
+    """``evaluate`` parses each input in a thread while it reads the next input's files: the
+    error raised is still the first one reading them in turn meets."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for directory, text in ((good, "0\nmenu.nm\nTea\n"), (bad, "0\nmenu.nm\tmenu.price\nTea\n")):
+        directory.mkdir()
+        (directory / "a.csv").write_text(text)
+    options = LoadOptions(format="kieval-csv")
+    with pytest.raises(KievalInputError, match=r"bad/a.csv, line 3: 1 cells where the header has 2"):
+        evaluate(bad, tmp_path / "absent", load_options=options)  # the GT's parse fails first
+    with pytest.raises(KievalInputError, match=r"absent: no such file or directory"):
+        evaluate(good, tmp_path / "absent", load_options=options)
+    with pytest.raises(KievalInputError, match=r"bad/a.csv, line 3"):
+        evaluate(good, {"m": good, "n": bad}, load_options=options)
+    result = evaluate(good, {"m": good, "n": good}, load_options=options)
+    assert [m.aligned for m in result.models.values()] == [1.0, 1.0]

@@ -6,6 +6,7 @@ path, are read by :func:`kieval_core.read.formats.load_bytes`.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from ..exceptions import KievalInputError
@@ -30,8 +31,19 @@ def load(path: str | Path, options: LoadOptions = LoadOptions(), name: str | Non
 
     >>> ds = load("sample_data/cord_v2_gt.jsonl")  # doctest: +SKIP
     """
+    return read_bytes(path, options, name, keep_structures=keep_structures)()
+
+
+def read_bytes(path: str | Path, options: LoadOptions = LoadOptions(), name: str | None = None, *,
+               keep_structures: bool = True) -> Callable[[], Dataset]:
+    """:func:`load` in two steps: the bytes of the file or of the directory's files are
+    read now, and the function returned parses them into the dataset. Reading holds the
+    interpreter (Python calls per file); parsing runs mostly in Arrow and numpy, which
+    release it, so a thread can parse one input while the caller reads the next
+    (:func:`~kieval_core.evaluate`). Each error is raised by the step that meets it.
+    """
     if is_sharded(path, options):
-        return check_scoring_cost(load_shards(path, options, name), options.limits)
+        return lambda: check_scoring_cost(load_shards(path, options, name), options.limits)
     path = Path(path)
     source = str(path)
     name = name or (path.name if path.is_dir() else path.stem)
@@ -42,11 +54,12 @@ def load(path: str | Path, options: LoadOptions = LoadOptions(), name: str | Non
         if len(names) > MAX_FILES:
             raise KievalInputError(source, None, f"{len(names)} files; at most {MAX_FILES} are read")
         files = read_directory(path, names, options, source)
-        return load_files(files, source, options, name, keep_structures=keep_structures)
+        return lambda: load_files(files, source, options, name, keep_structures=keep_structures)
     if not path.exists():
         raise KievalInputError(source, None, "no such file or directory")
     options.check_size(path.stat().st_size, source)
-    return load_bytes(path.read_bytes(), source, options, name=name, keep_structures=keep_structures)
+    data = path.read_bytes()
+    return lambda: load_bytes(data, source, options, name=name, keep_structures=keep_structures)
 
 
 #: The size of the first read of each file of a directory: per-document files are smaller,
