@@ -15,6 +15,7 @@ from unittest import mock
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from builders import json_text
 from hypothesis import HealthCheck, given, settings
@@ -226,6 +227,17 @@ def test_official_csv_is_read_without_the_line_by_line_reader():
         entities = fast_read(files).entities
     assert entities[["doc_id", "entity_type", "value"]].values.tolist() == [["a", "menu.nm", "Té"],
                                                                              ["a", "store", "A"]]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(st.sampled_from([" ", "\t", "\u00a0", "\u3000", "\x1c", "a", "<", "é", "1"]),
+                        max_size=4), max_size=12), st.integers(0, 3), st.booleans())
+def test_blank_strings_are_found_trying_the_pattern_on_few(strings, start, large):
+    """Trying the whitespace pattern only on strings that can open with whitespace finds
+    what trying it on every string finds (an array sliced from the middle too)."""
+    array = pa.array(strings, pa.large_string() if large else pa.string()).slice(min(start, len(strings)))
+    expected = [not s.strip() for s in strings[min(start, len(strings)):]]
+    assert kieval_csv._matches(array, kieval_csv.PY_BLANK).tolist() == expected
 
 
 def test_official_csv_bad_bytes_are_named_by_file_and_line():

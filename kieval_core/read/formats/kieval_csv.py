@@ -189,7 +189,7 @@ def _separators(lines: pa.Array, position: np.ndarray, last: np.ndarray) -> np.n
     """Lines that separate blocks, as ``re.split(r"\\n[ \\t]*\\n")`` finds them: a blank line
     with a line before and after it in its file, except the second, fourth, ... of a run
     (the line break before them was taken by the separator above)."""
-    blank = _mask(pc.match_substring_regex(lines, r"^[ \t]*$"))
+    blank = _matches(lines, r"^[ \t]*$")
     eligible = blank & (position > 0) & (position < last)
     starts = eligible & ~np.concatenate([[False], eligible[:-1]])
     run_start = np.maximum.accumulate(np.where(starts, np.arange(len(eligible)), 0))
@@ -198,6 +198,22 @@ def _separators(lines: pa.Array, position: np.ndarray, last: np.ndarray) -> np.n
 
 def _mask(array: pa.Array) -> np.ndarray:
     return array.to_numpy(zero_copy_only=False).astype(bool)
+
+
+def _matches(strings: pa.Array, blank: str) -> np.ndarray:
+    """Whether each string matches ``blank`` (a pattern of whitespace only). The pattern is
+    tried only on the strings that are empty or open with a byte that can open a
+    whitespace character (ASCII up to the space, or any non-ASCII byte): a string that
+    opens with a letter, a digit or ``<`` cannot match."""
+    _, offsets, data = strings.buffers()
+    width = np.int64 if pa.types.is_large_string(strings.type) else np.int32
+    start = np.frombuffer(offsets, width)[strings.offset:strings.offset + len(strings) + 1]
+    opening = np.frombuffer(data, np.uint8) if data is not None and data.size else np.zeros(1, np.uint8)
+    first = opening[np.minimum(start[:-1], len(opening) - 1)]
+    tried = np.flatnonzero((start[1:] == start[:-1]) | (first <= 0x20) | (first >= 0x80))
+    out = np.zeros(len(strings), bool)
+    out[tried] = _mask(pc.match_substring_regex(strings.take(pa.array(tried)), blank))
+    return out
 
 
 def _directory_entities(files: Mapping[str, bytes], stems: list[str]) -> pd.DataFrame:
@@ -282,7 +298,7 @@ def _cells(lines: pa.Array, block: np.ndarray, in_block: np.ndarray,
     """Every cell of the group rows and non-group lines in file order: its text, the code of
     its entity type, its line; and the entity types (the headers', then the non-group lines')."""
     grouped = blocks.grouped[block]
-    blank = _mask(pc.match_substring_regex(lines, PY_BLANK))
+    blank = _matches(lines, PY_BLANK)
     row = np.flatnonzero(grouped & (in_block >= 2) & ~blank)
     plain = np.flatnonzero(~grouped & ~blank)
     row_cells = pc.split_pattern(lines.take(pa.array(row)), "\t")
@@ -311,10 +327,9 @@ def _values_of(cells: pa.Array) -> tuple[pa.Array, np.ndarray]:
     cell each came from."""
     split = pc.split_pattern(cells, VALUE_DELIMITER)
     values = pc.list_flatten(split)
-    blank = pc.match_substring_regex(values, PY_BLANK)
-    present = pc.and_(pc.not_equal(values, EMPTY_TOKEN), pc.invert(blank))
+    present = _mask(pc.not_equal(values, EMPTY_TOKEN)) & ~_matches(values, PY_BLANK)
     cell = pc.list_parent_indices(split).to_numpy(zero_copy_only=False)
-    return values.filter(present), cell[_mask(present)]
+    return values.filter(pa.array(present)), cell[present]
 
 
 def _large(array: pa.Array) -> pa.Array:
