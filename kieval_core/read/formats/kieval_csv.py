@@ -325,10 +325,12 @@ def _cells(lines: pa.Array, block: np.ndarray, in_block: np.ndarray,
 def _values_of(cells: pa.Array) -> tuple[pa.Array, np.ndarray]:
     """The values of the cells (split on ``||``, ``<empty>`` and blanks left out) and the
     cell each came from."""
-    split = pc.split_pattern(cells, VALUE_DELIMITER)
+    # a cell that is <empty> or blank has no value (most cells of a receipt's rows): not split
+    filled = np.flatnonzero(_mask(pc.not_equal(cells, EMPTY_TOKEN)) & ~_matches(cells, PY_BLANK))
+    split = pc.split_pattern(cells.take(pa.array(filled)), VALUE_DELIMITER)
     values = pc.list_flatten(split)
     present = _mask(pc.not_equal(values, EMPTY_TOKEN)) & ~_matches(values, PY_BLANK)
-    cell = pc.list_parent_indices(split).to_numpy(zero_copy_only=False)
+    cell = filled[pc.list_parent_indices(split).to_numpy(zero_copy_only=False)]
     return values.filter(pa.array(present)), cell[present]
 
 
