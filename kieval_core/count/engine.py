@@ -51,7 +51,7 @@ from .causes import (
 )
 from .comparators import DateCounts, date_counts
 from .matching import assignment, match_stack
-from .normalize import Normalizer
+from .normalize import Normalizer, text_codes
 
 
 class Status(IntEnum):
@@ -237,9 +237,11 @@ def encode(gt: pd.DataFrame, pred: pd.DataFrame, doc_ids, normalizer: Normalizer
     gtype_codes, gtype_names = pd.factorize(pd.concat([pd.Series([""]), both("group_type")]), sort=True)
     gtype_codes = gtype_codes[1:]
     etype_codes, etype_names = pd.factorize(both("entity_type"), sort=True)
-    values = both("value").to_numpy(object)
+    raw_codes, raw_values = text_codes(both("value"))  # Arrow text: no Python string per value
+    values = raw_values[raw_codes]
+    coded = pd.Categorical.from_codes(raw_codes, pd.Index(raw_values, dtype=object))
     norm, normalised, value_codes, comparable, unparsed = normalizer.comparable_codes(
-        values, list(etype_names), etype_codes)
+        coded, list(etype_names), etype_codes)
     tv_keys = etype_codes.astype(np.int64) * max(len(comparable), 1) + value_codes
     tv_uniques, tv = np.unique(tv_keys, return_inverse=True)
     grp = both("group").to_numpy(np.int64)

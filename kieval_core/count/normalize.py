@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..exceptions import KievalOptionError
 from .comparators import canonicalise, comparator_name, parse_rule, resolve
@@ -170,9 +172,31 @@ class Normalizer:
         >>> codes.tolist(), normalised.tolist()
         ([1, 0, 0, 1], ['a', 'b'])
         """
-        raw_codes, uniques = pd.factorize(np.asarray(values, dtype=object), sort=False)
+        raw_codes, uniques = text_codes(values)
         if not len(raw_codes):
             return np.zeros(0, np.int64), np.zeros(0, object)
         normalised = np.array([self(v) for v in uniques], dtype=object)
         norm_codes, names = pd.factorize(normalised, sort=True)
         return norm_codes[raw_codes].astype(np.int64), np.asarray(names, dtype=object)
+
+
+def text_codes(values) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize`` of text values: codes in order of first appearance, and the
+    distinct values as objects. Arrow-backed text is encoded by Arrow and a categorical
+    read through its codes, with no Python string made or hashed per value.
+
+    >>> codes, uniques = text_codes(pd.Series(["b", "a", "b"], dtype="string[pyarrow]"))
+    >>> codes.tolist(), uniques.tolist()
+    ([0, 1, 0], ['b', 'a'])
+    """
+    dtype = getattr(values, "dtype", None)
+    if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow" and not values.hasnans:
+        text = pa.chunked_array(values.array.__arrow_array__()).combine_chunks()
+        encoded = pc.dictionary_encode(text)
+        codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        return codes, np.asarray(encoded.dictionary.to_pylist(), dtype=object)
+    if isinstance(values, pd.Categorical):
+        codes, uniques = pd.factorize(values, sort=False)
+    else:
+        codes, uniques = pd.factorize(np.asarray(values, dtype=object), sort=False)
+    return codes.astype(np.int64), np.asarray(uniques, dtype=object)
