@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+import pandas as pd
 import pytest
 from builders import write_jsonl
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kieval_core import Normalizer
 from kieval_core.cli import main
+from kieval_core.count.normalize import text_codes
 
 
 @pytest.mark.parametrize(("normalizer", "raw", "expected"), [
@@ -52,3 +55,16 @@ def test_cli_normalize_option(tmp_path):
                      "--json", str(out)]) == 0
         scores[option] = json.loads(out.read_text())["models"]["p"]["kieval"]["entity"]["tp"]
     assert scores == {"default": 0, "numbers": 1, "casefold,numbers": 2}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(st.sampled_from("ab é\u0301"), max_size=3), max_size=20))
+def test_text_codes_are_pandas_factorize_for_every_kind_of_text_column(values):
+    """Arrow-backed text (encoded by Arrow), a categorical and plain objects give the codes
+    and distinct values of ``pd.factorize``."""
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object), sort=False)
+    arrow = pd.concat([pd.Series(values[:3], dtype="string[pyarrow]"),
+                       pd.Series(values[3:], dtype="string[pyarrow]")], ignore_index=True)  # two chunks
+    for column in (arrow, pd.Categorical(values), np.asarray(values, dtype=object)):
+        got_codes, got_uniques = text_codes(column)
+        assert got_codes.tolist() == codes.tolist() and got_uniques.tolist() == list(uniques)
