@@ -13,7 +13,7 @@ from oracles import isclose, naive_bootstrap, naive_counts, naive_field_threshol
 from test_invariance import corpus
 
 from kieval_core import Normalizer, evaluate
-from kieval_core.count.engine import corpus_counts
+from kieval_core.count.engine import _count_pair, corpus_counts
 from kieval_core.count.scores import aligned_score
 from kieval_core.result.suggest import rescored_aligned
 from kieval_core.review.automation import Costs, with_costs
@@ -266,3 +266,17 @@ def test_average_ranks_equal_scipy_rankdata(values):
 
     x = np.array(values, dtype=np.float64)
     assert average_ranks(x).tolist() == rankdata(x).tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 40), max_size=60), st.lists(st.integers(0, 40), max_size=60), st.booleans())
+def test_keys_counted_in_sorted_order_by_either_path(keys_a, keys_b, in_order):
+    """``_count_pair(sort=True)``: the sort of keys that mostly come in order and the hash
+    table of others both give the distinct keys sorted, each side's codes and counts."""
+    a, b = (np.sort(np.array(k, np.int64)) if in_order else np.array(k, np.int64) for k in (keys_a, keys_b))
+    codes_a, codes_b, uniques, count_a, count_b = _count_pair(a, b, sort=True)
+    expected = np.unique(np.concatenate([a, b]))
+    assert uniques.tolist() == expected.tolist()
+    assert uniques[codes_a].tolist() == a.tolist() and uniques[codes_b].tolist() == b.tolist()
+    assert count_a.tolist() == [int((a == k).sum()) for k in expected]
+    assert count_b.tolist() == [int((b == k).sum()) for k in expected]
