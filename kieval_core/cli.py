@@ -602,12 +602,14 @@ def _batch_memory_pool() -> None:
 
 
 #: ``mallopt`` parameters of glibc (malloc.h) and the size below which blocks are kept.
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _KEEP_BELOW = -1, -3, 1 << 30
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX, _KEEP_BELOW = -1, -3, -8, 1 << 30
 
 
 def _keep_freed_memory() -> None:
-    """Blocks up to 1 GiB from the heap, and freed memory kept in it (glibc only, not under
-    ``MALLOC_*`` tunables the user set: they choose)."""
+    """Blocks up to 1 GiB from the heap, and freed memory kept in it; one heap for every
+    thread (the thread that parses an input while the next is read would get its own,
+    which maps each block above 64 MiB afresh). glibc only, not under ``MALLOC_*``
+    tunables the user set: they choose."""
     if any(k.startswith("MALLOC_") for k in os.environ):
         return
     try:
@@ -618,6 +620,7 @@ def _keep_freed_memory() -> None:
         libc = ctypes.CDLL(None)
         libc.mallopt(_M_MMAP_THRESHOLD, _KEEP_BELOW)
         libc.mallopt(_M_TRIM_THRESHOLD, _KEEP_BELOW)
+        libc.mallopt(_M_ARENA_MAX, 1)
     except (AttributeError, OSError, ValueError):  # not glibc (no confstr, name or mallopt)
         return
 
