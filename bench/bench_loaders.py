@@ -233,6 +233,7 @@ def bench_official(out: Path, copies: int, repeats: int = 3, before: Path | None
         print(f"\nofficial implementation: skipped ({REFERENCE} is absent)")
         return
     gt, pred = replicate_official(out, copies, distinct)
+    os.sync()  # the copies are on disk before any timing: no write-back under the first rounds
     script = OFFICIAL_SCRIPT.format(reference=str(REFERENCE), gt=str(gt), pred=str(pred),
                                     keys=ontology_keys())
 
