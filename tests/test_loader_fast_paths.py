@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sys
 from contextlib import contextmanager
 from dataclasses import replace
@@ -287,6 +288,11 @@ def test_a_directory_above_the_size_limit_is_refused_with_its_size_on_disk(tmp_p
     shown = f"{sum(sizes) / 2**20:,.2f}"
     with pytest.raises(KievalInputError, match=rf"dir: {shown} MiB on disk is above the limit"):
         read_directory(tmp_path, sorted(p.name for p in tmp_path.iterdir()), small, "dir")
+
+
+def test_a_file_gone_since_the_listing_is_named_by_its_path(tmp_path):
+    with pytest.raises(FileNotFoundError, match=re.escape(str(tmp_path / "gone.csv"))):
+        read_directory(tmp_path, ["gone.csv"], LoadOptions(), "dir")
 
 
 def test_a_directory_reads_by_full_path_where_the_system_has_no_dir_fd(tmp_path):

@@ -90,14 +90,17 @@ def read_directory(path: Path, names: list[str], options: LoadOptions, source: s
     total = 0
     try:
         for name in names:
-            fd = os.open(at(name), _FLAGS, dir_fd=directory)
             try:
-                data = os.read(fd, FIRST_READ)
-                more = os.read(fd, FIRST_READ) if data else b""  # b"": the end of the file
-                if more:
-                    data = _rest(fd, [data, more], limit - total)
-            finally:
-                os.close(fd)
+                fd = os.open(at(name), _FLAGS, dir_fd=directory)
+                try:
+                    data = os.read(fd, FIRST_READ)
+                    more = os.read(fd, FIRST_READ) if data else b""  # b"": the end of the file
+                    if more:
+                        data = _rest(fd, [data, more], limit - total)
+                finally:
+                    os.close(fd)
+            except OSError as exc:  # named by its path, not by its name in the directory
+                raise type(exc)(exc.errno, exc.strerror, str(path / name)) from None
             total += len(data)
             if total > limit:
                 on_disk = sum(os.stat(at(name), dir_fd=directory).st_size for name in names)
