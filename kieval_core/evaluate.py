@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -46,13 +47,15 @@ def _as_dataset(item: DatasetLike, options: LoadOptions, name: str | None = None
 
 def _datasets(items: Sequence[tuple[str | None, DatasetLike]], options: LoadOptions,
               keep_structures: bool) -> Iterator[Dataset]:
-    """The datasets of ``items`` (name, input), in order. Each input's parse runs in a
-    thread while this one reads the next input's files (Arrow and numpy release the
-    interpreter: the second core parses while the first reads); an error is raised where
-    reading them one after the other would have raised it first."""
+    """The datasets of ``items`` (name, input), in order. When the next input is a
+    directory, an input's parse runs in a thread while this one reads that directory's
+    files (the per-file reads hold the interpreter, the Arrow and numpy parse mostly
+    releases it: the second core parses while the first reads); otherwise in turn, so that
+    a signal never waits for a parse it did not overlap. An error is raised where reading
+    the inputs one after the other would have raised it first."""
     with ThreadPoolExecutor(max_workers=1) as pool:
         parsing = None
-        for name, item in items:
+        for k, (name, item) in enumerate(items):
             try:
                 parse = _as_dataset(item, options, name=name, keep_structures=keep_structures)
             except BaseException:
@@ -61,9 +64,12 @@ def _datasets(items: Sequence[tuple[str | None, DatasetLike]], options: LoadOpti
                 raise
             if parsing is not None:
                 yield parsing.result()
-            parsing = pool.submit(parse)
-        if parsing is not None:
-            yield parsing.result()
+            following = items[k + 1][1] if k + 1 < len(items) else None
+            if isinstance(following, (str, PathLike)) and os.path.isdir(following):
+                parsing = pool.submit(parse)
+            else:
+                parsing = None
+                yield parse()
 
 
 def evaluate(

@@ -453,3 +453,31 @@ def test_inputs_read_while_the_one_before_is_parsed_raise_in_reading_order(tmp_p
         evaluate(good, {"m": good, "n": bad}, load_options=options)
     result = evaluate(good, {"m": good, "n": good}, load_options=options)
     assert [m.aligned for m in result.models.values()] == [1.0, 1.0]
+
+
+def test_an_input_is_parsed_in_a_thread_only_while_a_directory_is_read(tmp_path, monkeypatch):
+    """The ground truth's parse overlaps the predictions' files only when they are a
+    directory; before a single file it runs in turn (a signal then never waits for it)."""
+    import threading
+
+    import kieval_core.read.load as load_module
+
+    gt_dir, pred_dir = tmp_path / "gt", tmp_path / "pred"
+    for directory in (gt_dir, pred_dir):
+        directory.mkdir()
+        (directory / "a.csv").write_text("0\nmenu.nm\nTea\n")
+    gt_file = write_jsonl(tmp_path / "gt.jsonl", [{"doc_id": "a", "gt_parse": {"x": "1"}}])
+    threads = []
+    for function in ("load_files", "load_bytes"):
+        original = getattr(load_module, function)
+
+        def recorded(*args, original=original, **kwargs):
+            threads.append(threading.current_thread() is threading.main_thread())
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(load_module, function, recorded)
+    evaluate(gt_dir, pred_dir, load_options=LoadOptions(format="kieval-csv"))
+    assert threads == [False, True]  # the GT beside the predictions' reads, the last in turn
+    threads.clear()
+    evaluate(gt_file, gt_file)
+    assert threads == [True, True]
