@@ -54,6 +54,14 @@ def test_phone_by_hand():
     assert canonicalise("phone:us", ["(650) 253-0000"])[0].tolist() == ["+16502530000"]
 
 
+def test_a_phone_form_that_reads_back_as_another_is_not_a_phone():
+    # phonenumbers writes "000000" in region CC (country code 61) as +61000000, which it
+    # reads back as +6100000: no form would be its own canonical form
+    forms, parsed = canonicalise("phone:CC", ["000000", "+61 8 9162 6600"])
+    assert parsed.tolist() == [False, True]
+    assert forms.tolist()[1] == "+61891626600"
+
+
 def test_names():
     assert comparator_name("phone:my") == "phone:MY"
     assert comparator_name("DATE") == "date:dmy"

@@ -428,7 +428,11 @@ def _phone(value: str, region: str | None) -> str | None:
         return None
     if not phonenumbers.is_possible_number(number):
         return None
-    return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
+    form = phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
+    # a form that reads back as another (leading zeros of an impossible national number:
+    # "000000" in region CC is +61000000, which reads as +6100000) is no canonical form
+    return form if phonenumbers.format_number(phonenumbers.parse(form), phonenumbers.PhoneNumberFormat.E164) \
+        == form else None
 
 
 REGISTRY.update({
