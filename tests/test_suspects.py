@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 
 from kieval_core import KievalInputError, KievalOptionError, Normalizer, evaluate
 from kieval_core.review.label_fixes import apply_fixes, parse_fixes
-from kieval_core.review.suspects import default_agreement, suspect_records, suspect_table
+from kieval_core.review.suspects import (
+    WEAK_CONFIDENCE,
+    _wrong_values,
+    default_agreement,
+    suspect_records,
+    suspect_table,
+)
 from tests.builders import dataset
 
 NON = ("", "")
@@ -166,6 +172,19 @@ def test_permuting_the_models_never_changes_the_suspects(gt, preds, order):
     first = evaluate(truth, dict(named), normalizer=normalizer).suspects
     second = evaluate(truth, dict(shuffled), normalizer=normalizer).suspects
     pd.testing.assert_frame_equal(first, second)
+
+
+@settings(max_examples=40, deadline=None)
+@given(gt=ROWS, pred=ROWS)
+def test_one_models_confident_wrong_values_picked_first_are_those_filtered_after(gt, pred):
+    """The shortcut of one model (the confidence filter inside the table's build) keeps
+    exactly the rows the filter of the whole table keeps."""
+    result = evaluate(dataset({"d": _rows(gt)}, "gt"), {"m": dataset({"d": _rows(pred)}, "m")})
+    everything = _wrong_values(result.models["m"].counted, 0)
+    filtered = everything[everything["confidence"].to_numpy() >= WEAK_CONFIDENCE].reset_index(drop=True)
+    # an empty table's column types are never read (no suspects)
+    pd.testing.assert_frame_equal(_wrong_values(result.models["m"].counted, 0, WEAK_CONFIDENCE), filtered,
+                                  check_dtype=not filtered.empty)
 
 
 # --- label fixes ---------------------------------------------------------------------------

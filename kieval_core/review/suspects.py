@@ -113,10 +113,10 @@ def rank_suspects(gt_values: pd.Series, counted: Mapping[str, Counted], normaliz
         raise KievalOptionError(msg)
     weak = n_models == 1
     names = sorted(counted)
-    candidates = pd.concat([_wrong_values(counted[name], rank) for rank, name in enumerate(names)],
+    # one model: only its confident wrong values count, picked before the table is built
+    least = WEAK_CONFIDENCE if weak else -np.inf
+    candidates = pd.concat([_wrong_values(counted[name], rank, least) for rank, name in enumerate(names)],
                            ignore_index=True)
-    if weak:
-        candidates = candidates[candidates["confidence"].to_numpy() >= WEAK_CONFIDENCE]
     if candidates.empty:
         return no_suspects()
     candidates = candidates.assign(form=field_forms(candidates["value"].to_numpy(object),
@@ -135,15 +135,18 @@ def rank_suspects(gt_values: pd.Series, counted: Mapping[str, Counted], normaliz
     return _evidence(chosen, gt_values, names, n_models, weak)
 
 
-def _wrong_values(counted: Counted, model: int) -> pd.DataFrame:
+def _wrong_values(counted: Counted, model: int, least: float = -np.inf) -> pd.DataFrame:
     """A model's predictions that are not TPs, in a slot: the non-group, or a predicted
-    group matched to a GT group. ``gt_row`` is the GT value a substitution replaces (-1 for
-    a deletion, which proposes a value the slot lacks)."""
+    group matched to a GT group; with a confidence of at least ``least`` when it is finite
+    (a missing confidence is then left out). ``gt_row`` is the GT value a substitution
+    replaces (-1 for a deletion, which proposes a value the slot lacks)."""
     pred = counted.pred_entities
     status = pred["status"].to_numpy()
     grouped = pred["group"].to_numpy() >= 0
     paired = pred["paired_group"].to_numpy()
     keep = (status != "correct") & (~grouped | (paired >= 0))
+    if least > -np.inf:
+        keep &= pred["confidence"].to_numpy(np.float64) >= least
     rows = pred[keep]
     substituted = rows["status"].to_numpy() == "substituted"
     return pd.DataFrame({
