@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from unittest import mock
 
 import pandas as pd
 import pytest
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 from kieval_core import DecisionOptions, evaluate
 from kieval_core.count.causes import CAUSE_COLUMNS, CAUSES_OF_KIND
+from kieval_core.output import render
 from kieval_core.output.render import (
     RawJSON,
     _records,
@@ -141,9 +143,14 @@ def test_every_input_document_is_scored_or_listed(tmp_path):
                for w in model.warnings)
 
 
+_COUNT_ROWS = st.lists(st.integers(0, 10**12), min_size=len(CAUSE_COLUMNS), max_size=len(CAUSE_COLUMNS))
+
+
 @settings(max_examples=50, deadline=None)
-@given(st.lists(st.lists(st.integers(0, 10**12), min_size=len(CAUSE_COLUMNS), max_size=len(CAUSE_COLUMNS)),
-                max_size=20))
+@given(st.one_of(st.lists(_COUNT_ROWS, max_size=20),
+                 # rows repeated: each distinct row is written once and shared
+                 st.lists(_COUNT_ROWS, min_size=1, max_size=3).flatmap(
+                     lambda distinct: st.lists(st.sampled_from(distinct), max_size=20))))
 def test_nested_causes_is_the_json_of_each_rows_counts(rows):
     table = pd.DataFrame(rows, columns=CAUSE_COLUMNS, dtype="int64")
     table.insert(0, "doc_id", [f"d{i}" for i in range(len(rows))])
@@ -161,10 +168,16 @@ _FLOATS = st.one_of(st.floats(allow_nan=True, allow_infinity=True),
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(_FLOATS, st.integers(-(2**63), 2**63 - 1), st.booleans(), st.text(max_size=5)),
-                min_size=1, max_size=25))
-def test_records_json_writes_each_row_as_json_dumps(rows):
-    frame = pd.DataFrame(rows, columns=["score", "count", "flag", "name"]).astype(
-        {"score": "float64", "count": "int64", "flag": "bool", "name": object})
+@given(st.lists(st.tuples(_FLOATS, st.integers(-(2**63), 2**63 - 1), st.booleans(), st.text(max_size=5),
+                          st.one_of(st.none(), st.text(max_size=3), st.integers(0, 9))),
+                min_size=1, max_size=25),
+       st.sampled_from([1, 2, 7, render.RECORDS_CHUNK]))
+def test_records_json_writes_each_row_as_json_dumps(rows, chunk):
+    """Texts (pandas' str type and Python objects), numbers, flags and mixed objects, laid
+    out in chunks of any size."""
+    frame = pd.DataFrame(rows, columns=["score", "count", "flag", "name", "mixed"]).astype(
+        {"score": "float64", "count": "int64", "flag": "bool", "name": object, "mixed": object})
+    frame["id"] = frame["name"].astype("str")
     expected = ",\n".join(json.dumps(record, ensure_ascii=False) for record in _records(frame))
-    assert records_json(frame) == "[\n" + expected + "\n]"
+    with mock.patch.object(render, "RECORDS_CHUNK", chunk):
+        assert records_json(frame) == "[\n" + expected + "\n]"

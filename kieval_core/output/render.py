@@ -13,6 +13,7 @@ import math
 import re
 import uuid
 from dataclasses import dataclass
+from json.encoder import encode_basestring
 from typing import Any
 
 import numpy as np
@@ -54,38 +55,60 @@ def _records(frame: pd.DataFrame) -> list[dict]:
     return [_plain(r) for r in frame.to_dict(orient="records")]
 
 
-def _json_column(column: pd.Series) -> list[str]:
-    """JSON text of every value of a column, as ``json.dumps`` would write it. Numbers of
-    a numpy column are written once per distinct value (a table of figures repeats many)."""
+def _json_column(column: pd.Series, before: str = "") -> list[str]:
+    """JSON text of every value of a column, as ``json.dumps`` would write it, each after
+    ``before``. Numbers of a numpy column are written once per distinct value (a table of
+    figures repeats many)."""
     if column.dtype == np.float64:  # distinct bit patterns: 0.0 and -0.0 are written apart
         distinct, inverse = np.unique(column.to_numpy().view(np.int64), return_inverse=True)
-        texts = [repr(v) if v == v and abs(v) != math.inf else "null"
+        texts = [before + (repr(v) if v == v and abs(v) != math.inf else "null")
                  for v in distinct.view(np.float64).tolist()]
         return np.asarray(texts, dtype=object)[inverse.ravel()].tolist()
     if column.dtype == np.int64:
         distinct, inverse = np.unique(column.to_numpy(), return_inverse=True)
-        return np.asarray([str(v) for v in distinct.tolist()], dtype=object)[inverse.ravel()].tolist()
+        texts = [before + str(v) for v in distinct.tolist()]
+        return np.asarray(texts, dtype=object)[inverse.ravel()].tolist()
     values = column.tolist()
     if values and isinstance(values[0], RawJSON):
-        return values
-    if pd.api.types.is_bool_dtype(column.dtype):
-        return ["true" if v else "false" for v in values]
-    if pd.api.types.is_integer_dtype(column.dtype) and not column.hasnans:
-        return [str(v) for v in values]
-    if pd.api.types.is_float_dtype(column.dtype):
-        return [repr(v) if v == v and abs(v) != math.inf else "null" for v in values]
-    return [json.dumps(_plain(v), ensure_ascii=False) for v in values]
+        texts = values
+    elif set(map(type, values)) == {str}:  # texts (document ids): the encoder json.dumps calls for each
+        texts = list(map(encode_basestring, values))
+    elif pd.api.types.is_bool_dtype(column.dtype):
+        texts = ["true" if v else "false" for v in values]
+    elif pd.api.types.is_integer_dtype(column.dtype) and not column.hasnans:
+        texts = [str(v) for v in values]
+    elif pd.api.types.is_float_dtype(column.dtype):
+        texts = [repr(v) if v == v and abs(v) != math.inf else "null" for v in values]
+    else:
+        texts = [json.dumps(_plain(v), ensure_ascii=False) for v in values]
+    return [before + text for text in texts] if before else texts
+
+
+#: Rows of :func:`records_json` laid out in one list at a time (its pieces stay in cache).
+RECORDS_CHUNK = 4096
 
 
 def records_json(frame: pd.DataFrame) -> str:
     """A frame as a JSON array of records, one per line; equal to ``json.dumps(_records(f))``
-    up to white space, and much faster for the per-document table of a big corpus."""
+    up to white space, and much faster for the per-document table of a big corpus: each
+    column's texts (each after its key) are made at once, then laid out by slice
+    assignment and joined, so no Python code runs per row and value."""
     if frame.empty:
         return "[]"
-    keys = [json.dumps(str(c), ensure_ascii=False).replace("%", "%%") for c in frame.columns]
-    template = "{" + ", ".join(f"{k}: %s" for k in keys) + "}"
-    columns = [_json_column(frame[c]) for c in frame.columns]
-    return "[\n" + ",\n".join(template % row for row in zip(*columns, strict=True)) + "\n]"
+    keys = [json.dumps(str(c), ensure_ascii=False) for c in frame.columns]
+    # before each value its key, and before the first key the end of the previous record
+    between = ["},\n{" + keys[0] + ": ", *(f", {k}: " for k in keys[1:])]
+    columns = [_json_column(frame[c], text) for c, text in zip(frame.columns, between, strict=True)]
+    width = len(columns)
+    chunks = []
+    for start in range(0, len(frame), RECORDS_CHUNK):
+        n = min(RECORDS_CHUNK, len(frame) - start)
+        pieces: list[str] = [""] * (width * n)
+        for j, column in enumerate(columns):
+            pieces[j::width] = column[start:start + n]
+        chunks.append("".join(pieces))
+    chunks[0] = chunks[0][len("},\n"):]  # the first record ends nothing
+    return "".join(["[\n", *chunks, "}\n]"])  # one copy of a text of tens of MB
 
 
 def nested_causes(table: pd.DataFrame) -> pd.DataFrame:
@@ -96,11 +119,31 @@ def nested_causes(table: pd.DataFrame) -> pd.DataFrame:
         return table
     template = "{" + ", ".join(f'"{kind}": {{' + ", ".join(f'"{cause}": %d' for cause in causes) + "}"
                                for kind, causes in CAUSES_OF_KIND.items()) + "}"
-    counts = zip(*(table[f"{kind}_{cause}"].to_numpy(np.int64).tolist()
-                   for kind, causes in CAUSES_OF_KIND.items() for cause in causes), strict=True)
+    columns = [f"{kind}_{cause}" for kind, causes in CAUSES_OF_KIND.items() for cause in causes]
+    # each distinct row of counts written once (most documents share a few)
+    counts = table[columns].to_numpy(np.int64)
+    row_code, first = _row_codes(counts)
+    texts = np.asarray([RawJSON(template % tuple(row)) for row in counts[first].tolist()], dtype=object)
     out = table.drop(columns=CAUSE_COLUMNS)
-    out["causes"] = pd.Series([RawJSON(template % row) for row in counts], index=out.index, dtype=object)
+    out["causes"] = pd.Series(texts[row_code], index=out.index, dtype=object)
     return out
+
+
+def _row_codes(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A code per row of ``matrix`` (equal rows, equal codes; codes dense) and the first row
+    of each code: the columns' codes combined one by one, each step factorised again so
+    the combined code stays below the row count (``np.unique(axis=0)`` sorts rows, 30x
+    slower).
+
+    >>> codes, first = _row_codes(np.array([[1, 2], [3, 4], [1, 2]]))
+    >>> codes.tolist(), first.tolist()
+    ([0, 1, 0], [0, 1])
+    """
+    codes = np.zeros(len(matrix), np.int64)
+    for column in matrix.T:
+        column_codes, distinct = pd.factorize(column)
+        codes = pd.factorize(codes * len(distinct) + column_codes)[0]
+    return codes, np.unique(codes, return_index=True)[1]
 
 
 class RawJSON(str):
@@ -268,9 +311,9 @@ def render_report(result: EvaluationResult, decisions: DecisionOptions = Decisio
         return f"{token}{len(tables) - 1}__"
 
     report = build_report(result, decisions, placeholder)
-    text = json.dumps(report, ensure_ascii=False, indent=2, allow_nan=False)
+    text = json.dumps(report, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
     pattern = re.compile(f'"{token}(\\d+)__"')
-    return Report(pattern.sub(lambda m: tables[int(m.group(1))], text) + "\n", report)
+    return Report(pattern.sub(lambda m: tables[int(m.group(1))], text), report)
 
 
 def value_at(report_model: dict, key: str) -> Any:
