@@ -15,7 +15,7 @@ from test_invariance import corpus
 from kieval_core import Normalizer, evaluate
 from kieval_core.count.engine import _count_pair, corpus_counts
 from kieval_core.count.scores import aligned_score
-from kieval_core.result.suggest import rescored_aligned
+from kieval_core.result.suggest import COUNT_KEYS, counts_under, rescored_aligned
 from kieval_core.review.automation import Costs, with_costs
 from kieval_core.review.calibration import auroc, average_ranks, calibration
 from kieval_core.review.field_thresholds import per_field_thresholds
@@ -89,6 +89,43 @@ def test_rescoring_only_the_changed_documents_equals_counting_all(data, own, dec
     counts = corpus_counts(gt_set, pred_set, both)
     error = counts["substitution"] + counts["addition"] + counts["deletion"]
     assert rescored_aligned(result, "m", declared) == aligned_score(counts["tp"], error)
+
+
+@st.composite
+def blocks_corpus(draw):
+    """Documents with non-group values and the groups of two group types (three blocks
+    each), some documents missing from the predictions."""
+    def document():
+        rows = [("", "", "total", draw(FORMATTED), math.nan) for _ in range(draw(st.integers(0, 2)))]
+        for group_type, fields in (("menu", ["menu.nm", "menu.price"]), ("sub", ["sub.tax", "sub.price"])):
+            for g in range(draw(st.integers(0, 3))):
+                rows += [(group_type, str(g), draw(st.sampled_from(fields)), draw(FORMATTED), math.nan)
+                         for _ in range(draw(st.integers(1, 3)))]
+        return rows
+
+    n = draw(st.integers(1, 5))
+    pred = {f"d{i}": document() for i in range(n) if draw(st.booleans()) or i == 0}
+    return {f"d{i}": document() for i in range(n)}, pred
+
+
+BLOCK_FIELDS = st.dictionaries(st.sampled_from(["total", "menu.nm", "menu.price", "sub.tax", "sub.price"]),
+                               st.sampled_from(["exact", "number", "casefold", "alnum"]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(blocks_corpus(), BLOCK_FIELDS, BLOCK_FIELDS, BLOCK_FIELDS)
+def test_recounting_only_the_changed_blocks_equals_counting_all(data, own, first, second):
+    """Every count under other comparators, re-counted block by block (and the second
+    re-count reading the first's changed blocks), equals the count of the whole corpus."""
+    gt, pred = data
+    normalizer = Normalizer.from_names(None, [f"{t}={c}" for t, c in own.items()])
+    gt_set, pred_set = dataset(gt, "gt"), dataset(pred, "m")
+    result = evaluate(gt_set, {"m": pred_set}, normalizer=normalizer)
+    for declared in (first, second):
+        comparators = {**result.comparators, **declared}
+        whole = corpus_counts(gt_set, pred_set, Normalizer.from_names(None, [f"{t}={c}" for t, c in
+                                                                             comparators.items()]))
+        assert counts_under(result, "m", comparators) == {k: whole[k] for k in COUNT_KEYS}
 
 
 @pytest.mark.slow

@@ -87,12 +87,14 @@ def counts_under(result: EvaluationResult, name: str, comparators: Mapping[str, 
     with ``comparators`` ({entity type: comparator}; a type left out compares exact) in
     place of the evaluation's own, from the engine's tables (no file is read again).
 
-    Only the documents where the new comparators compare some values differently are
-    counted again; the others keep their counts. That is exact: a document's counts
-    follow from the values that are equal within each of its entity types alone (the
-    matching's S and W optimum, SPEC 3.2; which of several tied pairings it takes does not
-    change them). For the same reason the counts of disjoint sets of documents add up (a
-    distributed run's partitions: :func:`model_counts_under`)."""
+    Only the blocks (the groups of one group type in one document, or a document's
+    non-group entities) where the new comparators compare some values differently are
+    counted again; the others keep their counts. That is exact: a block's counts follow
+    from its own entities alone, and from them only through the values that are equal
+    within each entity type (the matching's S and W optimum, SPEC 3.2; which of several
+    tied pairings it takes does not change them). For the same reason the counts of
+    disjoint sets of documents add up (a distributed run's partitions:
+    :func:`model_counts_under`)."""
     return model_counts_under(result.models[name], result.normalizer, result.comparators, comparators)
 
 
@@ -103,18 +105,18 @@ def model_counts_under(model: ModelResult, normalizer: Normalizer, active: Mappi
     counted = model.detail()
     after = dataclasses.replace(normalizer, comparators=tuple(sorted(comparators.items())))
     types = sorted(set(active) | set(comparators))
-    changed = _changed_documents_kept(model, normalizer, after, types)
-    kept = model.tally.documents.drop(index=list(changed))
-    counts = {k: int(kept[k].sum()) for k in COUNT_KEYS}
-    if changed:
-        doc_ids = tuple(d for d in counted.doc_ids if d in changed)
-        pred_ids = tuple(d for d in doc_ids if d not in set(model.missing_documents))
-
-        def of_changed(frame: pd.DataFrame) -> pd.DataFrame:
-            return frame[frame["doc_id"].isin(changed).to_numpy()]
-
-        gt = _dataset(of_changed(counted.gt_entities), "ground truth", doc_ids)
-        more = corpus_counts(gt, _dataset(of_changed(counted.pred_entities), model.name, pred_ids), after)
+    blocks = Blocks.of(counted)
+    changed = np.zeros(blocks.n_blocks, bool)
+    changed[_changed_blocks_kept(model, normalizer, after, types, blocks)] = True
+    kept = ~changed[blocks.cells]
+    counts = {k: int(counted.cells[k].to_numpy()[kept].sum()) for k in COUNT_KEYS}
+    if changed.any():
+        doc_ids = tuple(sorted(blocks.doc_names[np.unique(np.flatnonzero(changed) // blocks.n_group_types)]))
+        missing = set(model.missing_documents)
+        pred_ids = tuple(d for d in doc_ids if d not in missing)
+        gt = _dataset(counted.gt_entities[changed[blocks.gt]], "ground truth", doc_ids)
+        pred = _dataset(counted.pred_entities[changed[blocks.pred]], model.name, pred_ids)
+        more = corpus_counts(gt, pred, after)
         counts = {k: counts[k] + more[k] for k in COUNT_KEYS}
     return counts
 
@@ -130,58 +132,79 @@ def rescored_aligned(result: EvaluationResult, name: str, comparators: Mapping[s
     return float(aligned_score(counts["tp"], error))
 
 
-def _changed_documents_kept(model: ModelResult, before: Normalizer, after: Normalizer,
-                            types: list[str]) -> set[str]:
-    """:func:`changed_documents`, each entity type's answer kept in ``model`` for the next
-    re-count that compares that type the same way (the strict, suggested and hinted
-    re-counts of one run share most types): a type's changed documents depend only on its
-    own comparators before and after."""
+@dataclass(frozen=True)
+class Blocks:
+    """The block of every GT entity, predicted entity and cell of the engine's tables: a
+    code ``document * n_group_types + group type`` (the non-group is a group type of its
+    own), the same for one set of tables every time."""
+
+    gt: np.ndarray
+    pred: np.ndarray
+    cells: np.ndarray
+    doc_names: np.ndarray
+    n_group_types: int
+
+    @property
+    def n_blocks(self) -> int:
+        return len(self.doc_names) * self.n_group_types
+
+    @classmethod
+    def of(cls, counted: Counted) -> Blocks:
+        frames = [counted.gt_entities, counted.pred_entities, counted.cells]
+        doc_codes, doc_names = _joint_codes(frames, "doc_id")
+        gtype_codes, gtype_names = _joint_codes(frames, "group_type")
+        codes = doc_codes * max(len(gtype_names), 1) + gtype_codes
+        ends = np.cumsum([len(f) for f in frames])
+        return cls(codes[: ends[0]], codes[ends[0]: ends[1]], codes[ends[1]:],
+                   np.asarray(doc_names, dtype=object), max(len(gtype_names), 1))
+
+
+def _changed_blocks_kept(model: ModelResult, before: Normalizer, after: Normalizer, types: list[str],
+                         blocks: Blocks) -> np.ndarray:
+    """:func:`changed_blocks` of all ``types`` together, each entity type's answer kept in
+    ``model`` for the next re-count that compares that type the same way (the strict,
+    suggested and hinted re-counts of one run share most types): a type's changed blocks
+    depend only on its own comparators before and after."""
     base = dataclasses.replace(before, comparators=())
     before_of, after_of = before.comparator_of(types), after.comparator_of(types)
     key = {t: (base, t, before_of.get(t, "exact"), after_of.get(t, "exact")) for t in types}
     kept = model.changed_by_comparators
     missing = [t for t in types if key[t] not in kept]
     if missing:
-        for t, docs in changed_by_type(model.detail(), before, after, missing).items():
-            kept[key[t]] = docs
-    return set().union(*(kept[key[t]] for t in types))
+        kept.update({key[t]: codes for t, codes in
+                     changed_blocks(model.detail(), before, after, missing, blocks).items()})
+    return np.unique(np.concatenate([kept[key[t]] for t in types] or [np.zeros(0, np.int64)]))
 
 
-def changed_documents(counted: Counted, before: Normalizer, after: Normalizer, types: list[str]) -> set[str]:
-    """Documents in which ``after`` splits the values of one of ``types`` into equal ones
-    otherwise than ``before`` does (GT and predicted values together)."""
-    return set().union(*changed_by_type(counted, before, after, types).values())
-
-
-def changed_by_type(counted: Counted, before: Normalizer, after: Normalizer,
-                    types: list[str]) -> dict[str, frozenset[str]]:
-    """Per entity type of ``types``, the documents in which ``after`` splits its values into
-    equal ones otherwise than ``before`` does (:func:`changed_documents`).
+def changed_blocks(counted: Counted, before: Normalizer, after: Normalizer, types: list[str],
+                   blocks: Blocks) -> dict[str, np.ndarray]:
+    """Per entity type of ``types``, the blocks (codes of ``blocks``, sorted) in which
+    ``after`` splits its values into equal ones otherwise than ``before`` does (GT and
+    predicted values together).
 
     Each raw value is normalised once (``after``'s pass); ``before`` reads only the distinct
     (normalised value, type) pairs, the normaliser being idempotent."""
-    out = dict.fromkeys(types, frozenset())
-    frames = [f.loc[f["entity_type"].isin(types).to_numpy(), ["doc_id", "entity_type", "value"]]
-              for f in (counted.gt_entities, counted.pred_entities)]
-    if not sum(map(len, frames)):
+    out = {t: np.zeros(0, np.int64) for t in types}
+    frames = [counted.gt_entities, counted.pred_entities]
+    all_type_codes, type_names = _joint_codes(frames, "entity_type")
+    chosen = np.isin(np.asarray(type_names, dtype=object), types)[all_type_codes]
+    if not chosen.any():
         return out
-    doc_codes, doc_names = _joint_codes(frames, "doc_id")
-    type_codes, type_names = _joint_codes(frames, "entity_type")
-    values = np.concatenate([f["value"].to_numpy(object) for f in frames])
+    block = np.concatenate([blocks.gt, blocks.pred])[chosen]
+    type_codes = all_type_codes[chosen]
+    values = np.concatenate([f["value"].to_numpy(object) for f in frames])[chosen]
     n_types = len(type_names)
     norm_codes, normalised, after_codes, _, _ = after.comparable_codes(values, type_names, type_codes)
     pairs, pair_of = np.unique(norm_codes * n_types + type_codes, return_inverse=True)
     distinct = normalised[pairs // n_types]
     before_codes = before.comparable_codes(distinct, type_names, pairs % n_types)[2][pair_of]
-    part = doc_codes * n_types + type_codes
+    part, part_keys = pd.factorize(block * n_types + type_codes)  # (block, type), dense
     meet = pd.factorize(before_codes * (int(after_codes.max()) + 1) + after_codes)[0].astype(np.int64)
     # two partitions of one set are equal when each has as many parts as their meet
-    n_parts = int(part.max()) + 1
-    counts = [_distinct_per_part(part, codes, n_parts) for codes in (before_codes, after_codes, meet)]
-    changed = np.flatnonzero((counts[0] != counts[2]) | (counts[1] != counts[2]))
-    by_type = pd.Series(changed // n_types).groupby(changed % n_types).indices
-    for code, rows in by_type.items():
-        out[type_names[code]] = frozenset(doc_names[i] for i in np.unique((changed // n_types)[rows]))
+    counts = [_distinct_per_part(part, codes, len(part_keys)) for codes in (before_codes, after_codes, meet)]
+    changed = np.asarray(part_keys, np.int64)[(counts[0] != counts[2]) | (counts[1] != counts[2])]
+    for code, rows in pd.Series(changed // n_types).groupby(changed % n_types).indices.items():
+        out[type_names[code]] = np.unique((changed // n_types)[rows])
     return out
 
 
