@@ -141,14 +141,13 @@ def _wrong_values(counted: Counted, model: int, least: float = -np.inf) -> pd.Da
     (a missing confidence is then left out). ``gt_row`` is the GT value a substitution
     replaces (-1 for a deletion, which proposes a value the slot lacks)."""
     pred = counted.pred_entities
-    status = pred["status"].to_numpy()
     grouped = pred["group"].to_numpy() >= 0
     paired = pred["paired_group"].to_numpy()
-    keep = (status != "correct") & (~grouped | (paired >= 0))
+    keep = (pred["status"] != "correct").to_numpy() & (~grouped | (paired >= 0))  # on the codes
     if least > -np.inf:
         keep &= pred["confidence"].to_numpy(np.float64) >= least
     rows = pred[keep]
-    substituted = rows["status"].to_numpy() == "substituted"
+    substituted = (rows["status"] == "substituted").to_numpy()
     return pd.DataFrame({
         "doc_id": rows["doc_id"].astype(object).to_numpy(),
         "group_type": rows["group_type"].astype(object).to_numpy(),
