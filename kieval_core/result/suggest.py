@@ -183,7 +183,10 @@ def changed_blocks(counted: Counted, before: Normalizer, after: Normalizer, type
     predicted values together).
 
     Each raw value is normalised once (``after``'s pass); ``before`` reads only the distinct
-    (normalised value, type) pairs, the normaliser being idempotent."""
+    (normalised value, type) pairs, the normaliser being idempotent. Only the values whose
+    class (the values of their type equal to them) differs before and after are looked at
+    block by block: a value of the same class both ways compares with every other value the
+    same both ways."""
     out = {t: np.zeros(0, np.int64) for t in types}
     frames = [counted.gt_entities, counted.pred_entities]
     all_type_codes, type_names = _joint_codes(frames, "entity_type")
@@ -196,9 +199,16 @@ def changed_blocks(counted: Counted, before: Normalizer, after: Normalizer, type
     n_types = len(type_names)
     norm_codes, normalised, after_codes, _, _ = after.comparable_codes(values, type_names, type_codes)
     pairs, pair_of = np.unique(norm_codes * n_types + type_codes, return_inverse=True)
-    distinct = normalised[pairs // n_types]
-    before_codes = before.comparable_codes(distinct, type_names, pairs % n_types)[2][pair_of]
-    part, part_keys = pd.factorize(block * n_types + type_codes)  # (block, type), dense
+    pair_of, pair_type = pair_of.ravel(), pairs % n_types
+    before_of = before.comparable_codes(normalised[pairs // n_types], type_names, pair_type)[2]
+    after_of = np.empty(len(pairs), np.int64)
+    after_of[pair_of] = after_codes  # a function of the pair
+    rows = ~_same_class(pair_type, before_of, after_of)[pair_of]
+    if not rows.any():
+        return out
+    pair_of = pair_of[rows]
+    before_codes, after_codes = before_of[pair_of], after_of[pair_of]
+    part, part_keys = pd.factorize((block * n_types + type_codes)[rows])  # (block, type), dense
     meet = pd.factorize(before_codes * (int(after_codes.max()) + 1) + after_codes)[0].astype(np.int64)
     # two partitions of one set are equal when each has as many parts as their meet
     counts = [_distinct_per_part(part, codes, len(part_keys)) for codes in (before_codes, after_codes, meet)]
@@ -206,6 +216,24 @@ def changed_blocks(counted: Counted, before: Normalizer, after: Normalizer, type
     for code, rows in pd.Series(changed // n_types).groupby(changed % n_types).indices.items():
         out[type_names[code]] = np.unique((changed // n_types)[rows])
     return out
+
+
+def _same_class(kind: np.ndarray, before: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """Per distinct value of type ``kind``, whether the values of its type that share its
+    ``before`` code are those that share its ``after`` code (the two classes and their meet
+    are as large).
+
+    >>> _same_class(np.array([0, 0, 0, 1]), np.array([0, 0, 1, 0]), np.array([5, 5, 5, 6])).tolist()
+    [False, False, False, True]
+    """
+    def class_size(*codes: np.ndarray) -> np.ndarray:
+        key = np.zeros(len(kind), np.int64)
+        for code in (kind, *codes):
+            key = pd.factorize(key * (int(code.max(initial=0)) + 1) + code)[0].astype(np.int64)
+        return np.bincount(key)[key]
+
+    meet = class_size(before, after)
+    return (class_size(before) == meet) & (class_size(after) == meet)
 
 
 def _joint_codes(frames: list[pd.DataFrame], column: str) -> tuple[np.ndarray, list[str]]:
@@ -273,21 +301,22 @@ FORMAT_SHARE = 0.5
 def substitution_pairs(models: Iterable[ModelResult], normalizer: Normalizer) -> pd.DataFrame:
     """The substitutions of ``models`` as ``entity_type, gt, pred`` (normalised values),
     from the engine's tables (models without them give none)."""
-    frames = []
+    columns: dict[str, list[np.ndarray]] = {"entity_type": [], "gt": [], "pred": []}
     for model in models:
         if model.counted is None:
             continue
         pred = model.counted.pred_entities
-        subs = pred[(pred["status"] == "substituted").to_numpy()]
-        frames.append(pd.DataFrame({"entity_type": subs["entity_type"].astype(object).to_numpy(),
-                                    "gt": subs["other_value"].astype(object).to_numpy(),
-                                    "pred": subs["value"].astype(object).to_numpy()}))
-    if not frames:
+        subs = (pred["status"] == "substituted").to_numpy()
+        for column, source in (("entity_type", "entity_type"), ("gt", "other_value"), ("pred", "value")):
+            columns[column].append(np.asarray(pred[source].array[subs], dtype=object))
+    if not columns["gt"]:
         return pd.DataFrame(columns=["entity_type", "gt", "pred"])
-    pairs = pd.concat(frames, ignore_index=True)
-    codes, distinct = pd.factorize(pd.concat([pairs["gt"], pairs["pred"]]))
+    types, gt, predicted = (np.concatenate(parts) for parts in columns.values())
+    codes, distinct = pd.factorize(np.concatenate([gt, predicted]))
     normalised = np.array([normalizer(v) for v in distinct], dtype=object)[codes]
-    return pairs.assign(gt=normalised[: len(pairs)], pred=normalised[len(pairs):])
+    # object columns as they are (pandas would otherwise copy the texts into Arrow strings)
+    return pd.DataFrame({"entity_type": types, "gt": normalised[: len(gt)], "pred": normalised[len(gt):]},
+                        dtype=object)
 
 
 @dataclass(frozen=True)
