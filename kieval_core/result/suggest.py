@@ -76,10 +76,14 @@ def _format_substitutions(model: ModelResult) -> pd.DataFrame:
                          "pred_value": subs["value"]})
 
 
-def _dataset(frame: pd.DataFrame, name: str, doc_ids: tuple[str, ...]) -> Dataset:
-    entities = pd.DataFrame({c: frame[c].astype(object) if frame[c].dtype.name == "category" else frame[c]
-                             for c in ENTITY_COLUMNS})
-    return Dataset(name, name, entities.reset_index(drop=True), doc_ids)
+def _dataset(frame: pd.DataFrame, rows: np.ndarray, name: str, doc_ids: tuple[str, ...]) -> Dataset:
+    """The entities of ``frame`` at ``rows`` (a mask) as a dataset: its entity columns only
+    are cut (the engine's tables hold as many others), categories as texts."""
+    def cut(column: pd.Series) -> pd.Series:
+        part = column[rows].reset_index(drop=True)
+        return part.astype(object) if part.dtype.name == "category" else part
+
+    return Dataset(name, name, pd.DataFrame({c: cut(frame[c]) for c in ENTITY_COLUMNS}), doc_ids)
 
 
 def counts_under(result: EvaluationResult, name: str, comparators: Mapping[str, str]) -> dict[str, int]:
@@ -114,8 +118,8 @@ def model_counts_under(model: ModelResult, normalizer: Normalizer, active: Mappi
         doc_ids = tuple(sorted(blocks.doc_names[np.unique(np.flatnonzero(changed) // blocks.n_group_types)]))
         missing = set(model.missing_documents)
         pred_ids = tuple(d for d in doc_ids if d not in missing)
-        gt = _dataset(counted.gt_entities[changed[blocks.gt]], "ground truth", doc_ids)
-        pred = _dataset(counted.pred_entities[changed[blocks.pred]], model.name, pred_ids)
+        gt = _dataset(counted.gt_entities, changed[blocks.gt], "ground truth", doc_ids)
+        pred = _dataset(counted.pred_entities, changed[blocks.pred], model.name, pred_ids)
         more = corpus_counts(gt, pred, after)
         counts = {k: counts[k] + more[k] for k in COUNT_KEYS}
     return counts
