@@ -3,12 +3,14 @@ the Python API and the CLI, a naive oracle over the error list, and properties."
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import re
 from decimal import Decimal
 
 import numpy as np
+import pandas as pd
 import pytest
 from builders import dataset, write_jsonl
 from dateutil import parser as dateutil_parser
@@ -557,6 +559,29 @@ def test_substitution_causes_on_pairs():
     causes = substitution_causes(["ACME", "1,000.00", "Pears", "Pear", "7000"],
                                  ["acme", "1000", "Pear", "Pea", "1000"])
     assert causes.tolist() == ["format", "format", "near_miss", "other_value", "other_value"]  # 0.8, 0.75
+
+
+@pytest.mark.parametrize("normalizer", [Normalizer(), Normalizer(casefold=True)])
+def test_suggestions_from_the_kept_substitutions_equal_those_of_the_error_list(normalizer):
+    """The hint reads the format substitutions off the fixes the suggested rules keep per
+    model (one pass over every substitution); a model without the engine's tables reads
+    its error list: the same suggestions, and the suggested rules' counts their sums."""
+    from conftest import SAMPLE_DATA
+
+    from kieval_core.result.suggest import Substitutions, suggested_comparators
+
+    result = evaluate(SAMPLE_DATA / "cord_v2_gt.jsonl", sorted(SAMPLE_DATA.glob("sim_*.jsonl")),
+                      normalizer=normalizer)
+    for model in result.models.values():
+        Substitutions.of([model], normalizer)  # fills the model's kept fixes first
+        kept = suggested_comparators(model, normalizer)
+        listed = suggested_comparators(dataclasses.replace(model, counted=None,
+                                                           partition_error_list=model.error_list), normalizer)
+        assert not kept.empty
+        pd.testing.assert_frame_equal(kept, listed)
+    total = Substitutions.of(result.models.values(), normalizer)
+    parts = [Substitutions.of([m], normalizer) for m in result.models.values()]
+    assert total == parts[0] + parts[1] + parts[2]
 
 
 # --- command line ----------------------------------------------------------------------------

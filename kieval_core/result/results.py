@@ -240,6 +240,13 @@ class ModelResult:
         return {}
 
     @cached_property
+    def substitution_fixes(self) -> dict:
+        """The substitutions' fixing comparators per normaliser, kept by
+        :func:`kieval_core.result.suggest.substitution_fixes` (the suggested rules, the hint
+        and the app read them)."""
+        return {}
+
+    @cached_property
     def error_list(self) -> pd.DataFrame:
         """Every correction a person must make, one row each (SPEC 7): documents sorted,
         additions before the predictions' errors, each in reading order. A distributed run

@@ -38,14 +38,15 @@ def suggested_comparators(model: ModelResult, normalizer: Normalizer) -> pd.Data
     """Per entity type with ``format`` substitutions: the comparator that makes most of
     them equal (ties: the order of :data:`~kieval_core.count.comparators.FORMAT_COMPARATORS`,
     dates first), how many it fixes and how many there are; most format errors first."""
-    subs = _format_substitutions(model)
-    if subs.empty:
+    if model.counted is None:
+        types, fixing = _error_list_format_fixes(model, normalizer)
+    else:
+        fixes = substitution_fixes(model, normalizer)
+        types, fixing = fixes.entity_type[fixes.format], fixes.fixing[fixes.format]
+    if not len(types):
         return pd.DataFrame(columns=SUGGESTION_COLUMNS)
-    codes, distinct = pd.factorize(pd.concat([subs["gt_value"], subs["pred_value"]]).astype(object))
-    normalised = np.array([normalizer(v) for v in distinct], dtype=object)[codes]
-    fixing = fixing_comparators(normalised[: len(subs)], normalised[len(subs):])
     per_type = pd.DataFrame(fixing.astype(np.int64), columns=list(FORMAT_COMPARATORS))
-    per_type["entity_type"] = subs["entity_type"].astype(object).to_numpy()
+    per_type["entity_type"] = types
     sums = per_type.groupby("entity_type", sort=True).sum()
     best = sums.to_numpy().argmax(axis=1)
     out = pd.DataFrame({
@@ -58,22 +59,51 @@ def suggested_comparators(model: ModelResult, normalizer: Normalizer) -> pd.Data
     return out.reset_index(drop=True)
 
 
-def _format_substitutions(model: ModelResult) -> pd.DataFrame:
-    """``entity_type, gt_value, pred_value`` of the substitutions whose cause is ``format``:
-    from the engine's tables when the model has them (the error list, which has the same
-    rows in another order, is not built for it), else from the error list."""
-    if model.counted is None:
-        errors = model.error_list
-        if "cause" not in errors:
-            return pd.DataFrame(columns=["entity_type", "gt_value", "pred_value"])
-        return errors.loc[(errors["kind"] == "substitution") & (errors["cause"] == "format"),
-                          ["entity_type", "gt_value", "pred_value"]]
-    pred = model.counted.pred_entities
-    if "cause" not in pred:
-        return pd.DataFrame(columns=["entity_type", "gt_value", "pred_value"])
-    subs = pred[((pred["status"] == "substituted") & (pred["cause"] == "format")).to_numpy()]
-    return pd.DataFrame({"entity_type": subs["entity_type"], "gt_value": subs["other_value"],
-                         "pred_value": subs["value"]})
+def _error_list_format_fixes(model: ModelResult, normalizer: Normalizer) -> tuple[np.ndarray, np.ndarray]:
+    """The entity types of the ``format`` substitutions of a model without the engine's
+    tables (from its error list), and which comparators make each pair equal."""
+    errors = model.error_list
+    if "cause" not in errors:
+        return np.zeros(0, object), np.zeros((0, len(FORMAT_COMPARATORS)), bool)
+    subs = errors[(errors["kind"] == "substitution") & (errors["cause"] == "format")]
+    return (subs["entity_type"].to_numpy(object),
+            _fixing(subs["gt_value"].to_numpy(object), subs["pred_value"].to_numpy(object), normalizer))
+
+
+def _fixing(gt: np.ndarray, pred: np.ndarray, normalizer: Normalizer) -> np.ndarray:
+    """:func:`~kieval_core.count.causes.fixing_comparators` of the pairs once normalised
+    (each distinct value once)."""
+    codes, distinct = pd.factorize(np.concatenate([gt, pred]))
+    normalised = np.array([normalizer(v) for v in distinct], dtype=object)[codes]
+    return fixing_comparators(normalised[: len(gt)], normalised[len(gt):])
+
+
+@dataclass(frozen=True)
+class SubstitutionFixes:
+    """A model's substitutions (from the engine's tables), in their order: the entity
+    type, which comparators of :data:`FORMAT_COMPARATORS` make each pair equal once
+    normalised, and whether its cause is ``format``."""
+
+    entity_type: np.ndarray
+    fixing: np.ndarray
+    format: np.ndarray
+
+
+def substitution_fixes(model: ModelResult, normalizer: Normalizer) -> SubstitutionFixes:
+    """The model's :class:`SubstitutionFixes` under ``normalizer``, kept in the model: the
+    suggested rules read every substitution, the hint and the app the ``format`` ones."""
+    kept = model.substitution_fixes
+    if normalizer not in kept:
+        pred = model.counted.pred_entities
+        subs = (pred["status"] == "substituted").to_numpy()
+
+        def of_subs(column: str) -> np.ndarray:
+            return np.asarray(pred[column].array[subs], dtype=object)
+
+        fixing = _fixing(of_subs("other_value"), of_subs("value"), normalizer)
+        is_format = pred["cause"].array[subs] == "format" if "cause" in pred else np.zeros(len(fixing), bool)
+        kept[normalizer] = SubstitutionFixes(of_subs("entity_type"), fixing, np.asarray(is_format, bool))
+    return kept[normalizer]
 
 
 def _dataset(frame: pd.DataFrame, rows: np.ndarray, name: str, doc_ids: tuple[str, ...]) -> Dataset:
@@ -302,27 +332,6 @@ TYPED_SHARE = 0.9
 FORMAT_SHARE = 0.5
 
 
-def substitution_pairs(models: Iterable[ModelResult], normalizer: Normalizer) -> pd.DataFrame:
-    """The substitutions of ``models`` as ``entity_type, gt, pred`` (normalised values),
-    from the engine's tables (models without them give none)."""
-    columns: dict[str, list[np.ndarray]] = {"entity_type": [], "gt": [], "pred": []}
-    for model in models:
-        if model.counted is None:
-            continue
-        pred = model.counted.pred_entities
-        subs = (pred["status"] == "substituted").to_numpy()
-        for column, source in (("entity_type", "entity_type"), ("gt", "other_value"), ("pred", "value")):
-            columns[column].append(np.asarray(pred[source].array[subs], dtype=object))
-    if not columns["gt"]:
-        return pd.DataFrame(columns=["entity_type", "gt", "pred"])
-    types, gt, predicted = (np.concatenate(parts) for parts in columns.values())
-    codes, distinct = pd.factorize(np.concatenate([gt, predicted]))
-    normalised = np.array([normalizer(v) for v in distinct], dtype=object)[codes]
-    # object columns as they are (pandas would otherwise copy the texts into Arrow strings)
-    return pd.DataFrame({"entity_type": types, "gt": normalised[: len(gt)], "pred": normalised[len(gt):]},
-                        dtype=object)
-
-
 @dataclass(frozen=True)
 class Substitutions:
     """What the suggestions read from the substitutions, per entity type: how many there
@@ -333,12 +342,18 @@ class Substitutions:
 
     @classmethod
     def of(cls, models: Iterable[ModelResult], normalizer: Normalizer) -> Substitutions:
-        pairs = substitution_pairs(models, normalizer)
-        fixing = fixing_comparators(pairs["gt"].to_numpy(object), pairs["pred"].to_numpy(object))
-        counts = {}
-        for entity_type, rows in pairs.groupby("entity_type", sort=True).indices.items():
-            counts[entity_type] = (len(rows), *(int(n) for n in fixing[rows].sum(axis=0)))
-        return cls(counts)
+        """The substitutions of ``models`` (from the engine's tables; models without them
+        give none)."""
+        fixes = [substitution_fixes(m, normalizer) for m in models if m.counted is not None]
+        if not fixes:
+            return cls({})
+        types = np.concatenate([f.entity_type for f in fixes])
+        fixing = np.concatenate([f.fixing for f in fixes]).astype(np.int64)
+        codes, names = pd.factorize(types, sort=True)
+        n = np.bincount(codes, minlength=len(names))
+        fixed = np.zeros((len(names), fixing.shape[1]), np.int64)
+        np.add.at(fixed, codes, fixing)
+        return cls({t: (int(n[i]), *(int(k) for k in fixed[i])) for i, t in enumerate(names)})
 
     def __add__(self, other: Substitutions) -> Substitutions:
         merged = dict(self.counts)
