@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -21,7 +22,9 @@ from kieval_core.cli import main
 from kieval_core.output.render import build_report
 from kieval_core.result.consensus import consensus_confidence, with_confidence_sources
 from kieval_core.review.automation import (
+    PREDICTION_ARRAYS,
     Costs,
+    ReviewModel,
     canonical_order,
     document_review_curve,
     point_at,
@@ -492,3 +495,47 @@ def test_summary_names_the_predictions_without_confidence_per_field(tmp_path, ca
     assert main(["evaluate", "--gt", str(gt), "--pred", str(pred), "--bootstrap", "0",
                  "--missing-confidence", "automate"]) == 0
     assert "date 50% (1 of 2)" in capsys.readouterr().out
+
+
+# --- the review model's order kept when the confidences change nothing ------------------------
+
+def _arrays(model: ReviewModel) -> dict:
+    keys = (*PREDICTION_ARRAYS, "base_type", "base_doc", "base_tp", "base_addition")
+    return {key: getattr(model, key).tolist() for key in keys}
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 3).flatmap(lambda n: st.tuples(
+    st.lists(document(with_conf=False), min_size=n, max_size=n),
+    st.lists(document(with_conf=False), min_size=n, max_size=n))), st.booleans())
+def test_a_model_without_confidences_keeps_its_order_as_the_full_reordering_does(docs, confident):
+    """Predictions without confidence (all read as one value): the shortcut of
+    ``with_confidence`` gives the arrays of the full reordering, for both policies; with a
+    confidence on every prediction the full path runs and agrees with itself."""
+    gt, pred = ({f"d{i}": rows for i, rows in enumerate(side)} for side in docs)
+    if confident:
+        pred = {d: [(*row[:4], 0.5) for row in rows] for d, rows in pred.items()}
+    counted = evaluate(dataset(gt, "gt"), {"m": dataset(pred, "m")}).models["m"].counted
+    with mock.patch.object(ReviewModel, "_keeps_its_order", lambda *args: False):
+        full = ReviewModel.from_counted(counted)
+        full_automated = full.with_missing("automate")
+    fast = ReviewModel.from_counted(counted)
+    assert _arrays(fast) == _arrays(full)
+    assert _arrays(fast.with_missing("automate")) == _arrays(full_automated)
+
+
+def _without_confidence(gt_values: list[str], pred_values: list[str]) -> ReviewModel:
+    rows = {"gt": [("", "", "b", v, math.nan) for v in gt_values],
+            "pred": [("", "", "b", v, math.nan) for v in pred_values]}
+    model = evaluate(dataset({"d": rows["gt"]}, "gt"), {"m": dataset({"d": rows["pred"]}, "m")}).models["m"]
+    n = len(pred_values)  # read as the engine does: 1.0, no confidence
+    return ReviewModel.from_counted(model.counted, np.ones(n), np.zeros(n, bool))
+
+
+def test_the_order_is_kept_unless_review_substitutes_some_wrong_values_of_a_cell_but_not_all():
+    one_for_one = _without_confidence(["y"], ["z"])  # one wrong value, substituted
+    minus_inf = np.full(1, -math.inf)
+    assert one_for_one._keeps_its_order(minus_inf, one_for_one.has_confidence)
+    two_for_one = _without_confidence(["y"], ["z", "w"])  # two wrong values, one substituted
+    assert not two_for_one._keeps_its_order(np.full(2, -math.inf), two_for_one.has_confidence)
+    assert not one_for_one._keeps_its_order(np.array([0.5]), np.ones(1, bool))  # the flags change

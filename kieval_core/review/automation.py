@@ -19,7 +19,7 @@ model restricted (:meth:`ReviewModel.restrict`), so every figure exists per slic
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import cached_property
 
 import numpy as np
@@ -332,6 +332,8 @@ class ReviewModel:
         which identical copies of a cell are its TPs (the most confident, SPEC 4) and which
         wrong values of a cell review substitutes (the least confident first)."""
         confidence = np.asarray(confidence, np.float64)
+        if self._keeps_its_order(confidence, np.asarray(has_confidence, bool)):
+            return replace(self, confidence=confidence)
         _, group = np.unique(self.copies, return_inverse=True)
         right = np.bincount(group, weights=~self.wrong, minlength=group.max(initial=-1) + 1)
         order = np.lexsort((-confidence, group))
@@ -349,6 +351,21 @@ class ReviewModel:
         return ReviewModel._canonical(
             **arrays, doc_ids=self.doc_ids, entity_types=self.entity_types, base_type=self.base_type,
             base_doc=self.base_doc, base_tp=self.base_tp, base_addition=self.base_addition)
+
+    def _keeps_its_order(self, confidence: np.ndarray, has_confidence: np.ndarray) -> bool:
+        """Whether :meth:`with_confidence` would give this model with only the confidences
+        replaced: one confidence for all, before and after (predictions without any, read by
+        the missing-confidence policy), the same flags, and no cell where review substitutes
+        some of its wrong values but not all. The copies of a value then share every key of
+        the canonical order, their TPs first, so the same copies stay TPs; the wrong values
+        of a cell are in an order where those review substitutes come last, so only a cell
+        with both kinds would see them chosen otherwise."""
+        arrays = (self.confidence, confidence, has_confidence)
+        if not all(not len(a) or bool((a == a[0]).all()) for a in arrays) or not np.array_equal(
+                has_confidence, self.has_confidence):
+            return False
+        gains = np.bincount(self.cell, weights=self.gain)  # cell ids: rows of a table, >= 0
+        return bool(((gains == 0) | (gains == np.bincount(self.cell, weights=self.wrong))).all())
 
     def with_missing(self, policy: str) -> ReviewModel:
         """Predictions without confidence reviewed at every threshold, 0 included
