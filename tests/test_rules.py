@@ -7,13 +7,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 from builders import dataset, write_jsonl
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from kieval_core import evaluate
+from kieval_core import Normalizer, evaluate
 from kieval_core.cli import main
+from kieval_core.count.comparators import canonicalise, date_counts
 from kieval_core.count.scores import aligned_score
 from kieval_core.output.render import build_report
+from kieval_core.result.suggest import GtReadings
 from kieval_core.rules import FieldRules, Rule, read_rules_file
 
 RULES_FILES = Path(__file__).parent / "rules_files"
@@ -318,3 +324,22 @@ def test_a_rules_file_of_unsupported_settings_only_keeps_its_warnings(tmp_path):
     assert result.comparator_warnings == [
         "rules.json: total: x-aws-stickler-weight 2.0 has no equivalent here; total is compared as exact"]
     assert result.rules.warnings == rules.warnings
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["date", "total", "other"]),
+                          st.sampled_from(["01/02/2019", "2019-02-01", " 01/02/2019", "13/01/2019", "12.50",
+                                           "12,50", "x", "1.000"])), max_size=25))
+def test_gt_readings_from_distinct_values_equal_those_of_every_value(rows):
+    """The GT readings count each distinct normalised value once, weighted by how often it
+    comes: the same figures as reading every value."""
+    gt = pd.DataFrame({"entity_type": [t for t, _ in rows], "value": [v for _, v in rows]}, dtype=object)
+    normalizer = Normalizer()
+    readings = GtReadings.of(gt, normalizer, ["date", "total"], ["total", "other"])
+    for field in ("date", "total", "other"):
+        values = np.array([normalizer(v) for t, v in rows if t == field], dtype=object)
+        assert readings.values[field] == len(values)
+        if field != "other":
+            assert readings.dates[field] == date_counts(values)
+        if field != "date":
+            assert readings.numbers[field] == int(canonicalise("number", values)[1].sum())

@@ -234,9 +234,10 @@ class ModelResult:
 
     @cached_property
     def changed_by_comparators(self) -> dict:
-        """The documents whose values a change of one field's comparator compares otherwise,
-        kept per field and comparators by :mod:`kieval_core.result.suggest` (filled as its
-        re-counts ask)."""
+        """What the re-counts under other comparators keep (:mod:`kieval_core.result.suggest`,
+        filled as they ask): the block of every entity and cell (``"blocks"``), and per field
+        and comparators the blocks whose values a change of that field's comparator compares
+        otherwise."""
         return {}
 
     @cached_property

@@ -139,7 +139,10 @@ def model_counts_under(model: ModelResult, normalizer: Normalizer, active: Mappi
     counted = model.detail()
     after = dataclasses.replace(normalizer, comparators=tuple(sorted(comparators.items())))
     types = sorted(set(active) | set(comparators))
-    blocks = Blocks.of(counted)
+    kept = model.changed_by_comparators
+    if "blocks" not in kept:
+        kept["blocks"] = Blocks.of(counted)
+    blocks = kept["blocks"]
     changed = np.zeros(blocks.n_blocks, bool)
     changed[_changed_blocks_kept(model, normalizer, after, types, blocks)] = True
     kept = ~changed[blocks.cells]
@@ -395,13 +398,18 @@ class GtReadings:
            number_fields: Sequence[str]) -> GtReadings:
         """The readings of the fields named, from GT entities (each value normalised once)."""
         fields = sorted({*date_fields, *number_fields})
-        gt = gt[gt["entity_type"].isin(fields).to_numpy()]
-        codes, normalised = normalizer.sorted_codes(gt["value"].to_numpy(object))
-        rows = pd.Series(codes).groupby(gt["entity_type"].astype(object).to_numpy()).indices
-        values = {t: normalised[codes[rows.get(t, [])]] for t in fields}
-        return cls({t: len(v) for t, v in values.items()},
-                   {t: date_counts(values[t]) for t in date_fields},
-                   {t: int(canonicalise("number", values[t])[1].sum()) for t in number_fields})
+        chosen = gt["entity_type"].isin(fields).to_numpy()
+        codes, normalised = normalizer.sorted_codes(np.asarray(gt["value"].array[chosen], dtype=object))
+        type_codes, type_names = pd.factorize(np.asarray(gt["entity_type"].array[chosen], dtype=object))
+        code_of = {t: k for k, t in enumerate(type_names)}
+        # per field its distinct normalised values and how many times each comes
+        counts = {t: np.bincount(codes[type_codes == code_of.get(t, -2)], minlength=len(normalised))
+                  for t in fields}
+        distinct = {t: np.flatnonzero(n) for t, n in counts.items()}
+        return cls({t: int(n.sum()) for t, n in counts.items()},
+                   {t: date_counts(normalised[distinct[t]], counts[t][distinct[t]]) for t in date_fields},
+                   {t: int(counts[t][distinct[t]][canonicalise("number", normalised[distinct[t]])[1]].sum())
+                    for t in number_fields})
 
     def __add__(self, other: GtReadings) -> GtReadings:
         def add(mine: Mapping, theirs: Mapping) -> dict:
