@@ -59,29 +59,34 @@ def _json_column(column: pd.Series, before: str = "") -> list[str]:
     """JSON text of every value of a column, as ``json.dumps`` would write it, each after
     ``before``. Numbers of a numpy column are written once per distinct value (a table of
     figures repeats many)."""
-    if column.dtype == np.float64:  # distinct bit patterns: 0.0 and -0.0 are written apart
+    if column.dtype in (np.float64, np.int64):
+        as_int = column.dtype == np.int64  # floats by their bit patterns: 0.0 and -0.0 apart
         distinct, inverse = np.unique(column.to_numpy().view(np.int64), return_inverse=True)
-        texts = [before + (repr(v) if v == v and abs(v) != math.inf else "null")
-                 for v in distinct.view(np.float64).tolist()]
+        numbers = distinct.tolist() if as_int else distinct.view(np.float64).tolist()
+        texts = [before + (str(v) if as_int else _float_text(v)) for v in numbers]
         return np.asarray(texts, dtype=object)[inverse.ravel()].tolist()
-    if column.dtype == np.int64:
-        distinct, inverse = np.unique(column.to_numpy(), return_inverse=True)
-        texts = [before + str(v) for v in distinct.tolist()]
-        return np.asarray(texts, dtype=object)[inverse.ravel()].tolist()
+    texts = _json_texts(column)
+    return [before + text for text in texts] if before else texts
+
+
+def _float_text(value: float) -> str:
+    return repr(value) if value == value and abs(value) != math.inf else "null"
+
+
+def _json_texts(column: pd.Series) -> list[str]:
+    """:func:`_json_column` of a column that is not a numpy number column."""
     values = column.tolist()
     if values and isinstance(values[0], RawJSON):
-        texts = values
-    elif set(map(type, values)) == {str}:  # texts (document ids): the encoder json.dumps calls for each
-        texts = list(map(encode_basestring, values))
-    elif pd.api.types.is_bool_dtype(column.dtype):
-        texts = ["true" if v else "false" for v in values]
-    elif pd.api.types.is_integer_dtype(column.dtype) and not column.hasnans:
-        texts = [str(v) for v in values]
-    elif pd.api.types.is_float_dtype(column.dtype):
-        texts = [repr(v) if v == v and abs(v) != math.inf else "null" for v in values]
-    else:
-        texts = [json.dumps(_plain(v), ensure_ascii=False) for v in values]
-    return [before + text for text in texts] if before else texts
+        return values
+    if set(map(type, values)) == {str}:  # texts (document ids): the encoder json.dumps calls for each
+        return list(map(encode_basestring, values))
+    if pd.api.types.is_bool_dtype(column.dtype):
+        return ["true" if v else "false" for v in values]
+    if pd.api.types.is_integer_dtype(column.dtype) and not column.hasnans:
+        return [str(v) for v in values]
+    if pd.api.types.is_float_dtype(column.dtype):
+        return [_float_text(v) for v in values]
+    return [json.dumps(_plain(v), ensure_ascii=False) for v in values]
 
 
 #: Rows of :func:`records_json` laid out in one list at a time (its pieces stay in cache).
