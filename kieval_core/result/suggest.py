@@ -232,11 +232,12 @@ def changed_blocks(counted: Counted, before: Normalizer, after: Normalizer, type
         return out
     block = np.concatenate([blocks.gt, blocks.pred])[chosen]
     type_codes = all_type_codes[chosen]
-    values = np.concatenate([f["value"].to_numpy(object) for f in frames])[chosen]
+    values = np.concatenate([f["value"].to_numpy(object)[rows] for f, rows in
+                             zip(frames, np.split(chosen, [len(frames[0])]), strict=True)])
     n_types = len(type_names)
     norm_codes, normalised, after_codes, _, _ = after.comparable_codes(values, type_names, type_codes)
-    pairs, pair_of = np.unique(norm_codes * n_types + type_codes, return_inverse=True)
-    pair_of, pair_type = pair_of.ravel(), pairs % n_types
+    pair_of, pairs = pd.factorize(norm_codes * n_types + type_codes)  # (normalised value, type)
+    pair_type = pairs % n_types
     before_of = before.comparable_codes(normalised[pairs // n_types], type_names, pair_type)[2]
     after_of = np.empty(len(pairs), np.int64)
     after_of[pair_of] = after_codes  # a function of the pair
