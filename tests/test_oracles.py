@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 from builders import dataset
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from oracles import isclose, naive_bootstrap, naive_counts, naive_field_thresholds, naive_review
 from test_invariance import corpus
@@ -15,7 +15,7 @@ from test_invariance import corpus
 from kieval_core import Normalizer, evaluate
 from kieval_core.count.engine import _count_pair, corpus_counts
 from kieval_core.count.scores import aligned_score
-from kieval_core.result.suggest import COUNT_KEYS, counts_under, rescored_aligned
+from kieval_core.result.suggest import COUNT_KEYS, counts_under, model_counts_under, rescored_aligned
 from kieval_core.review.automation import Costs, with_costs
 from kieval_core.review.calibration import auroc, average_ranks, calibration
 from kieval_core.review.field_thresholds import per_field_thresholds
@@ -112,20 +112,32 @@ BLOCK_FIELDS = st.dictionaries(st.sampled_from(["total", "menu.nm", "menu.price"
                                st.sampled_from(["exact", "number", "casefold", "alnum"]))
 
 
+_MENU = [("menu", "0", "menu.nm", "A", math.nan), ("menu", "0", "menu.price", "1", math.nan)]
+_MENU_PRED = [("menu", "0", "menu.nm", "a", math.nan), ("menu", "0", "menu.price", "1.0", math.nan)]
+
+
 @settings(max_examples=80, deadline=None)
 @given(blocks_corpus(), BLOCK_FIELDS, BLOCK_FIELDS, BLOCK_FIELDS)
+# one block both re-counts change, menu.price compared otherwise by the second only
+@example(({"d0": _MENU}, {"d0": _MENU_PRED}), {}, {"menu.nm": "casefold"},
+         {"menu.nm": "casefold", "menu.price": "number"})
 def test_recounting_only_the_changed_blocks_equals_counting_all(data, own, first, second):
-    """Every count under other comparators, re-counted block by block (and the second
-    re-count reading the first's changed blocks), equals the count of the whole corpus."""
+    """Every count under other comparators, re-counted block by block, equals the count of
+    the whole corpus: the first re-count counting apart the blocks the second changes alike
+    (``ahead``), the second reading them (and each re-count reading the changed blocks the
+    other kept)."""
     gt, pred = data
     normalizer = Normalizer.from_names(None, [f"{t}={c}" for t, c in own.items()])
     gt_set, pred_set = dataset(gt, "gt"), dataset(pred, "m")
     result = evaluate(gt_set, {"m": pred_set}, normalizer=normalizer)
-    for declared in (first, second):
-        comparators = {**result.comparators, **declared}
+    sets = [{**result.comparators, **declared} for declared in (first, second)]
+    model = result.models["m"]
+    got = [model_counts_under(model, result.normalizer, result.comparators, sets[0], ahead=sets[1]),
+           counts_under(result, "m", sets[1])]
+    for comparators, counts in zip(sets, got, strict=True):
         whole = corpus_counts(gt_set, pred_set, Normalizer.from_names(None, [f"{t}={c}" for t, c in
                                                                              comparators.items()]))
-        assert counts_under(result, "m", comparators) == {k: whole[k] for k in COUNT_KEYS}
+        assert counts == {k: whole[k] for k in COUNT_KEYS}
 
 
 @pytest.mark.slow

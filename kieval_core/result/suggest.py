@@ -133,29 +133,67 @@ def counts_under(result: EvaluationResult, name: str, comparators: Mapping[str, 
 
 
 def model_counts_under(model: ModelResult, normalizer: Normalizer, active: Mapping[str, str],
-                       comparators: Mapping[str, str]) -> dict[str, int]:
+                       comparators: Mapping[str, str],
+                       ahead: Mapping[str, str] | None = None) -> dict[str, int]:
     """:func:`counts_under` of one model scored under ``normalizer``, whose comparators
-    are ``active`` (those of every entity type of the evaluation)."""
+    are ``active`` (those of every entity type of the evaluation).
+
+    ``ahead``: comparators of a re-count asked for next (the hint's after the suggested
+    rules'). The blocks both change, and compare alike (every field whose comparators
+    differ between the two leaves them as the active ones do), are counted apart and kept
+    in the model: that re-count then counts only the others."""
     counted = model.detail()
-    after = dataclasses.replace(normalizer, comparators=tuple(sorted(comparators.items())))
-    types = sorted(set(active) | set(comparators))
     kept = model.changed_by_comparators
     if "blocks" not in kept:
         kept["blocks"] = Blocks.of(counted)
     blocks = kept["blocks"]
-    changed = np.zeros(blocks.n_blocks, bool)
-    changed[_changed_blocks_kept(model, normalizer, after, types, blocks)] = True
-    kept = ~changed[blocks.cells]
-    counts = {k: int(counted.cells[k].to_numpy()[kept].sum()) for k in COUNT_KEYS}
-    if changed.any():
-        doc_ids = tuple(sorted(blocks.doc_names[np.unique(np.flatnonzero(changed) // blocks.n_group_types)]))
-        missing = set(model.missing_documents)
-        pred_ids = tuple(d for d in doc_ids if d not in missing)
-        gt = _dataset(counted.gt_entities, changed[blocks.gt], "ground truth", doc_ids)
-        pred = _dataset(counted.pred_entities, changed[blocks.pred], model.name, pred_ids)
-        more = corpus_counts(gt, pred, after)
-        counts = {k: counts[k] + more[k] for k in COUNT_KEYS}
-    return counts
+    after = dataclasses.replace(normalizer, comparators=tuple(sorted(comparators.items())))
+    changed = _changed_blocks_kept(model, normalizer, after, sorted({*active, *comparators}), blocks)
+    recount = blocks.flags(changed.values())
+    unchanged = ~recount[blocks.cells]
+    counts = {k: int(counted.cells[k].to_numpy()[unchanged].sum()) for k in COUNT_KEYS}
+    shared = kept.get(("shared", normalizer, tuple(sorted(comparators.items()))))
+    if shared is not None:  # counted by an earlier re-count that compares them alike
+        recount[shared[0]] = False
+        counts = _added(counts, shared[1])
+    if ahead is not None:
+        alike = recount & _alike(model, normalizer, active, (after, changed), ahead, blocks)
+        if alike.any():
+            part = _counted_blocks(model, blocks, alike, after)
+            kept[("shared", normalizer, tuple(sorted(ahead.items())))] = (np.flatnonzero(alike), part)
+            counts, recount = _added(counts, part), recount & ~alike
+    return _added(counts, _counted_blocks(model, blocks, recount, after)) if recount.any() else counts
+
+
+def _alike(model: ModelResult, normalizer: Normalizer, active: Mapping[str, str],
+           first: tuple[Normalizer, dict[str, np.ndarray]], comparators: Mapping[str, str],
+           blocks: Blocks) -> np.ndarray:
+    """The blocks that ``comparators`` change and count as ``first`` (its normaliser and
+    changed blocks per field) does: no field whose comparator differs between the two is
+    compared otherwise than the active rules do in them (so each field's values split alike)."""
+    after = dataclasses.replace(normalizer, comparators=tuple(sorted(comparators.items())))
+    changed = _changed_blocks_kept(model, normalizer, after, sorted({*active, *comparators}), blocks)
+    types = sorted({*changed, *first[1]})
+    one, other = first[0].comparator_of(types), after.comparator_of(types)
+    differing = [t for t in types if one.get(t, "exact") != other.get(t, "exact")]
+    return blocks.flags(changed.values()) & ~blocks.flags(
+        [codes.get(t, np.zeros(0, np.int64)) for t in differing for codes in (changed, first[1])])
+
+
+def _counted_blocks(model: ModelResult, blocks: Blocks, chosen: np.ndarray,
+                    after: Normalizer) -> dict[str, int]:
+    """The counts of the ``chosen`` blocks (a mask) under ``after``, counted again."""
+    counted = model.detail()
+    doc_ids = tuple(sorted(blocks.doc_names[np.unique(np.flatnonzero(chosen) // blocks.n_group_types)]))
+    missing = set(model.missing_documents)
+    pred_ids = tuple(d for d in doc_ids if d not in missing)
+    gt = _dataset(counted.gt_entities, chosen[blocks.gt], "ground truth", doc_ids)
+    pred = _dataset(counted.pred_entities, chosen[blocks.pred], model.name, pred_ids)
+    return {k: v for k, v in corpus_counts(gt, pred, after).items() if k in COUNT_KEYS}
+
+
+def _added(counts: Mapping[str, int], more: Mapping[str, int]) -> dict[str, int]:
+    return {k: counts[k] + more[k] for k in COUNT_KEYS}
 
 
 COUNT_KEYS = ("tp", "fp", "fn", "substitution", "addition", "deletion")
@@ -185,6 +223,13 @@ class Blocks:
     def n_blocks(self) -> int:
         return len(self.doc_names) * self.n_group_types
 
+    def flags(self, codes: Iterable[np.ndarray]) -> np.ndarray:
+        """A mask over the blocks: those of any of ``codes``."""
+        out = np.zeros(self.n_blocks, bool)
+        for part in codes:
+            out[part] = True
+        return out
+
     @classmethod
     def of(cls, counted: Counted) -> Blocks:
         frames = [counted.gt_entities, counted.pred_entities, counted.cells]
@@ -197,20 +242,20 @@ class Blocks:
 
 
 def _changed_blocks_kept(model: ModelResult, before: Normalizer, after: Normalizer, types: list[str],
-                         blocks: Blocks) -> np.ndarray:
-    """:func:`changed_blocks` of all ``types`` together, each entity type's answer kept in
-    ``model`` for the next re-count that compares that type the same way (the strict,
-    suggested and hinted re-counts of one run share most types): a type's changed blocks
-    depend only on its own comparators before and after."""
+                         blocks: Blocks) -> dict[str, np.ndarray]:
+    """:func:`changed_blocks` of ``types``, each entity type's answer kept in ``model`` for
+    the next re-count that compares that type the same way (the strict, suggested and
+    hinted re-counts of one run share most types): a type's changed blocks depend only on
+    its own comparators before and after (none when they are the same)."""
     base = dataclasses.replace(before, comparators=())
     before_of, after_of = before.comparator_of(types), after.comparator_of(types)
     key = {t: (base, t, before_of.get(t, "exact"), after_of.get(t, "exact")) for t in types}
     kept = model.changed_by_comparators
-    missing = [t for t in types if key[t] not in kept]
+    missing = [t for t in types if key[t] not in kept and key[t][2] != key[t][3]]
     if missing:
         kept.update({key[t]: codes for t, codes in
                      changed_blocks(model.detail(), before, after, missing, blocks).items()})
-    return np.unique(np.concatenate([kept[key[t]] for t in types] or [np.zeros(0, np.int64)]))
+    return {t: kept[key[t]] for t in types if key[t][2] != key[t][3]}
 
 
 def changed_blocks(counted: Counted, before: Normalizer, after: Normalizer, types: list[str],
@@ -297,7 +342,18 @@ def option_name(comparator: str) -> str:
     return "date" if comparator == "date:dmy" else comparator
 
 
-def hint_lines(result: EvaluationResult, fields: int = 3) -> list[str]:
+#: Fields whose comparators the hint names, at most.
+HINT_FIELDS = 3
+
+
+def _hinted(model: ModelResult, normalizer: Normalizer, fields: int = HINT_FIELDS) -> pd.DataFrame:
+    """The suggestions the hint names: those that fix some value, the ``fields`` with the
+    most format errors."""
+    suggestions = suggested_comparators(model, normalizer)
+    return suggestions[suggestions["fixes"] > 0].head(fields)
+
+
+def hint_lines(result: EvaluationResult, fields: int = HINT_FIELDS) -> list[str]:
     """Per model with format errors, or with a key on one side only still scored: the
     options to try and what they would change: ``--compare date=date would raise
     KIEval_Aligned from a to b``, the comparators for (at most) the ``fields`` fields with
@@ -308,8 +364,7 @@ def hint_lines(result: EvaluationResult, fields: int = 3) -> list[str]:
     for name, model in result.models.items():
         if model.counted is None:
             continue
-        suggestions = suggested_comparators(model, result.normalizer)
-        suggestions = suggestions[suggestions["fixes"] > 0].head(fields)
+        suggestions = _hinted(model, result.normalizer, fields)
         meta_key, meta_fixes = _meta_fix(result, model)
         leads = meta_fixes > int(suggestions["fixes"].sum())
         if suggestions.empty and not leads:
@@ -592,8 +647,16 @@ def rule_counts(result: EvaluationResult) -> RuleCounts:
     suggested_comparators = {**active_comparators, **suggestions.comparators(result.entity_types)}
     suggested = None
     if suggested_comparators != active_comparators:
-        suggested = {name: counts_under(result, name, suggested_comparators) for name in result.models}
+        # the blocks the hint's comparators change alike are counted once, for both
+        suggested = {name: model_counts_under(m, result.normalizer, active_comparators, suggested_comparators,
+                                              ahead={**active_comparators, **_hint_comparators(m, result)})
+                     for name, m in result.models.items()}
     return RuleCounts(strict, suggestions, suggested)
+
+
+def _hint_comparators(model: ModelResult, result: EvaluationResult) -> dict[str, str]:
+    hinted = _hinted(model, result.normalizer)
+    return dict(zip(hinted["entity_type"], hinted["comparator"], strict=True))
 
 
 def rule_figures(result: EvaluationResult) -> RuleFigures:
