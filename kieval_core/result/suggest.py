@@ -108,12 +108,10 @@ def substitution_fixes(model: ModelResult, normalizer: Normalizer) -> Substituti
 
 def _dataset(frame: pd.DataFrame, rows: np.ndarray, name: str, doc_ids: tuple[str, ...]) -> Dataset:
     """The entities of ``frame`` at ``rows`` (a mask) as a dataset: its entity columns only
-    are cut (the engine's tables hold as many others), categories as texts."""
-    def cut(column: pd.Series) -> pd.Series:
-        part = column[rows].reset_index(drop=True)
-        return part.astype(object) if part.dtype.name == "category" else part
-
-    return Dataset(name, name, pd.DataFrame({c: cut(frame[c]) for c in ENTITY_COLUMNS}), doc_ids)
+    are cut (the engine's tables hold as many others); names stay categorical, as the
+    official CSV reader hands them (the engine reads them through their codes)."""
+    entities = pd.DataFrame({c: frame[c][rows].reset_index(drop=True) for c in ENTITY_COLUMNS})
+    return Dataset(name, name, entities, doc_ids)
 
 
 def counts_under(result: EvaluationResult, name: str, comparators: Mapping[str, str]) -> dict[str, int]:
