@@ -372,14 +372,13 @@ def build_workspace(
     sources: Sources,
     options: AppOptions,
     progress: Progress = lambda share, text: None,
-    previous: Workspace | None = None,
 ) -> Workspace:
     """Read the ground truth and score every prediction file (KIEval now, peer families in
     the background) and the page images; declare to the store what this session holds.
 
-    ``previous`` is the workspace of this session's last run: when it evaluated the same
-    files with the same options and the same peer figures, its result is kept (the same
-    object, with every figure already derived from it: a rerun derives none again)."""
+    The evaluation is shared by content too: a rerun, or another session, of the same files
+    with the same options and the same peer figures gets the same result object, with every
+    figure already derived from it (none is derived again)."""
     if sources.run is not None:
         return open_run(store, session, sources, options)
     key = workspace_key(sources, options)
@@ -405,30 +404,24 @@ def build_workspace(
     applied, models, keys, problems, pending = _scored(store, gt, gt_set, sources, options, progress, held)
     one_sided = one_sided_keys(gt_keys, keys, options.score_keys, rules)
     if options.apply_suggested and models:
-        first = finish(applied.gt, models, keys, applied.normalizer, families, rules=applied.rules,
-                       ignored=applied.ignored, one_sided=one_sided)
+        suggested = store.get(("suggested", key, tuple(models)), lambda: suggested_rules(
+            finish(applied.gt, models, keys, applied.normalizer, families, rules=applied.rules,
+                   ignored=applied.ignored, one_sided=one_sided)))
         applied, models, keys, problems, pending = _scored(store, gt, gt_set, sources, options, progress,
-                                                           held, suggested_rules(first))
-    if _same_evaluation(previous, key, models):
-        result = previous.result
-    else:
-        result = finish(applied.gt, models, keys, applied.normalizer, families, rules=applied.rules,
-                        ignored=applied.ignored, one_sided=one_sided)
+                                                           held, suggested)
+    # one evaluation per content for every session and run: the figures derived from it
+    # (rankings, suggestions, corpus tables: cached on the result) are derived once; the
+    # peer figures that joined are part of the key (background work joins when it is done)
+    result_key = ("result", key, tuple((name, bool(m.peer)) for name, m in models.items()))
+    result = store.get(result_key, lambda: finish(applied.gt, models, keys, applied.normalizer, families,
+                                                  rules=applied.rules, ignored=applied.ignored,
+                                                  one_sided=one_sided),
+                       parts=tuple(held))
+    held.append(result_key)
     ws = Workspace(sources, options, result, tuple(problems), key, tuple(pending), result.one_sided)
     ws = _with_images(store, ws, held, progress)
     store.hold(session, held, own_bytes=sources.size)
     return ws
-
-
-def _same_evaluation(previous: Workspace | None, key: str, models: dict[str, ModelResult]) -> bool:
-    """Whether ``previous`` evaluated the files and options of ``key`` (their digests, every
-    option) into these models with the same peer figures (the only part that changes
-    while the files and options stay: background work joins when it is done)."""
-    if previous is None or previous.key != key or previous.result is None or previous.saved is not None:
-        return False
-    before = previous.result.models
-    return list(before) == list(models) and all(
-        before[n].peer is m.peer or (not before[n].peer and not m.peer) for n, m in models.items())
 
 
 def _scored(store: Store, gt: Source, gt_set: Dataset, sources: Sources, options: AppOptions,

@@ -189,8 +189,7 @@ def prepare(options: AppOptions) -> Workspace:
         for problem in problems:
             st.warning(md(problem), icon=":material/warning:")
         sources = sources.with_images(given) if given is not None else sources
-    ws = compute.build_workspace(store(), session_id(), sources, options, progress,
-                                 previous=st.session_state.get(WORKSPACE))
+    ws = compute.build_workspace(store(), session_id(), sources, options, progress)
     bar.empty()
     st.session_state[WORKSPACE] = ws
     return ws

@@ -142,6 +142,7 @@ def _series_size(series: pd.Series) -> int:
 class _Entry:
     value: Any
     size: int
+    parts: tuple = ()  # keys of the entries it was made from: it is dropped with them
 
 
 @dataclasses.dataclass(frozen=True)
@@ -226,10 +227,11 @@ class Store:
     # --- values ----------------------------------------------------------------------
 
     def get(self, key: Hashable, compute: Callable[[], Any], cost: int = 0,
-            waiting: Callable[[int], None] | None = None) -> Any:
+            waiting: Callable[[int], None] | None = None, parts: tuple = ()) -> Any:
         """The value of ``key``, computed once (other callers wait for the first); the
         computation reserves ``cost`` bytes first (:meth:`reserve`: :class:`Busy` when they
-        do not fit; ``waiting(n)`` is told how many are ahead while it waits for its turn)."""
+        do not fit; ``waiting(n)`` is told how many are ahead while it waits for its turn).
+        ``parts``: see :meth:`put`."""
         while True:
             with self._lock:
                 entry = self._entries.get(key)
@@ -247,16 +249,23 @@ class Store:
                     self._computing[key] = threading.Event()
                 try:
                     value = compute()
-                    self.put(key, value)
+                    self.put(key, value, parts)
                 finally:
                     with self._lock:
                         self._computing.pop(key).set()
                 return value
 
-    def put(self, key: Hashable, value: Any) -> None:
-        size = approximate_size(value)
+    def put(self, key: Hashable, value: Any, parts: tuple = ()) -> None:
+        """Keep ``value`` under ``key``. ``parts`` are the keys of the entries it was made
+        from and refers to (an evaluation: its datasets and models): their bytes are not
+        counted again, and it is dropped when any of them is (it would keep their memory)."""
         with self._lock:
-            self._entries[key] = _Entry(value, size)
+            held = [e.value for k in parts if (e := self._entries.get(k)) is not None]
+        seen: set[int] = set()
+        approximate_size(held, seen)  # outside the lock: it walks the values
+        size = approximate_size(value, seen)
+        with self._lock:
+            self._entries[key] = _Entry(value, size, parts)
             self._entries.move_to_end(key)
         self._evict()
 
@@ -428,14 +437,17 @@ class Store:
             held = self._held()
             idle = [(k, e.size) for k, e in self._entries.items() if k not in held]
             excess = sum(size for _, size in idle) - self.idle_bytes
-            dropped = False
+            gone = set()
             for key, size in idle:  # oldest first
                 if excess <= 0:
                     break
                 del self._entries[key]
                 excess -= size
                 self._dropped += size
-                dropped = True
+                gone.add(key)
+            for key in [k for k, e in self._entries.items() if k not in held and gone.intersection(e.parts)]:
+                self._dropped += self._entries.pop(key).size  # made from what went: it would keep it
+            dropped = bool(gone)
             thaw = dropped and self._dropped >= self.idle_bytes // 4
         if thaw:
             self._thaw()

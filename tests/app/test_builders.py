@@ -411,6 +411,20 @@ def test_store_keeps_held_entries_and_bounds_idle_ones_in_bytes():
     assert store.stats()["sessions"] == 0
 
 
+def test_a_value_made_of_other_entries_counts_only_its_own_bytes_and_goes_with_them():
+    """An evaluation refers to the datasets and models the store holds already: counted
+    again, two sessions of one large ground truth would count it twice against the budget;
+    kept after them, it would keep their memory while the store counts it as freed."""
+    store = Store(idle_bytes=20_000)
+    data = store.get("data", lambda: np.zeros(1000))  # 8,000 bytes
+    made = store.get("made", lambda: {"data": data, "own": np.zeros(500)}, parts=("data",))
+    sizes = {k: e.size for k, e in store._entries.items()}
+    assert sizes["made"] < 4000 + 1000 < sizes["data"]  # its own 4,000 bytes, not the 8,000 again
+    assert store.peek("made") is made
+    store.get("big", lambda: np.zeros(2000))  # 16,000 bytes: "data", the oldest idle entry, goes
+    assert store.peek("data") is None and store.peek("made") is None and store.peek("big") is not None
+
+
 def test_store_cancels_work_nobody_waits_for():
     store = Store()
     started, steps = threading.Event(), []

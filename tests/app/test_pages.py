@@ -674,3 +674,26 @@ def test_the_dashboard_opens_a_run_given_on_the_command_line(tmp_path, monkeypat
     assert workspace(at).saved is not None and set(headline(at)) == {"sim_llm"}
     open_page(at, "documents")
     assert not at.error
+
+
+def test_a_new_session_on_the_sample_derives_none_of_its_figures_again(monkeypatch):
+    """The server's store shares the sample's evaluation by content: a second session's
+    Overview (its first page) shows the same figures without deriving the rankings again
+    (each session derived them: ~0.1 s of the server's CPU per new visitor)."""
+    from kieval_app import session
+    from kieval_app.serving.store import Store
+    from kieval_core.result import suggest
+
+    server = Store()  # AppTest clears the caches of Streamlit's: one store for both, as in one server
+    monkeypatch.setattr(session, "store", lambda: server)
+    derived = []
+    derive = suggest.rule_figures
+    monkeypatch.setattr(suggest, "rule_figures", lambda result: derived.append(result) or derive(result))
+    first = started()
+    for task in workspace(first).pending:  # the peer metrics join: what every later visitor finds
+        task.future.result(timeout=TIMEOUT)
+    first.run()
+    before = len(derived)
+    second = started()
+    assert workspace(second).result is workspace(first).result
+    assert before >= 1 and len(derived) == before and headline(second) == headline(first)

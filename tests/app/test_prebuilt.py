@@ -13,6 +13,7 @@ from kieval_app.serving.store import Store
 from kieval_app.sources import AppOptions, Source, sample_sources
 from kieval_core import DecisionOptions, load_bytes
 from kieval_core.output.render import report_json
+from kieval_core.result import suggest
 
 
 @pytest.fixture
@@ -132,25 +133,46 @@ def test_no_cache_directory_computes_every_time(monkeypatch, counted):
     assert len([c for c in counted if c[0] == "score"]) == 3
 
 
-def test_a_rerun_keeps_its_evaluation_until_files_options_or_peer_figures_change():
-    """The session's last workspace gives its result (with every figure derived from it)
-    to the next run of the same files and options; another option, or peer figures that
-    joined, give a new one."""
+def test_one_evaluation_per_content_for_every_run_and_session_until_options_or_peer_figures_change(
+        monkeypatch):
+    """A rerun and another session of the same files and options get the same result (with
+    every figure derived from it: the rankings are derived once for all); another option,
+    or peer figures that joined, give a new one."""
+    derived = []
+    derive = suggest.rule_figures
+    monkeypatch.setattr(suggest, "rule_figures", lambda result: derived.append(result) or derive(result))
     store, sample = Store(idle_bytes=10**9), sample_sources("simulated")
     first = compute.build_workspace(store, "s", sample, AppOptions())
-    figures = first.result.rule_figures  # derived once, kept by the result
-    again = compute.build_workspace(store, "s", sample, AppOptions(), previous=first)
-    assert again.result is first.result and again.result.rule_figures is figures
-    other = compute.build_workspace(store, "s", sample, AppOptions(casefold=True), previous=again)
+    figures = first.result.rule_figures
+    again = compute.build_workspace(store, "s", sample, AppOptions())
+    another = compute.build_workspace(store, "t", sample, AppOptions())
+    assert again.result is first.result and another.result is first.result
+    assert another.result.rule_figures is figures and derived == [first.result]
+    other = compute.build_workspace(store, "s", sample, AppOptions(casefold=True))
     assert other.result is not first.result
     peers = AppOptions(families=("kieval", "oi"))
-    pending = compute.build_workspace(store, "s", sample, peers, previous=other)
+    pending = compute.build_workspace(store, "s", sample, peers)
     assert pending.pending and pending.result is not other.result
     for task in pending.pending:
         task.future.result(timeout=120)
-    joined = compute.build_workspace(store, "s", sample, peers, previous=pending)
+    joined = compute.build_workspace(store, "s", sample, peers)
     assert joined.result is not pending.result and joined.result.models["simulated-weak"].peer
-    assert compute.build_workspace(store, "s", sample, peers, previous=joined).result is joined.result
+    assert compute.build_workspace(store, "t", sample, peers).result is joined.result
+
+
+def test_the_suggested_rules_are_inferred_once_for_every_session(monkeypatch):
+    """Applying the suggested rules infers them from a first scoring: once per content, not
+    at every run of every session; the figures are those of a fresh store."""
+    inferred = []
+    infer = compute.suggested_rules
+    monkeypatch.setattr(compute, "suggested_rules", lambda result: inferred.append(1) or infer(result))
+    store, sample = Store(idle_bytes=10**9), sample_sources("simulated")
+    options = AppOptions(apply_suggested=True)
+    first = compute.build_workspace(store, "s", sample, options)
+    compute.build_workspace(store, "s", sample, options)
+    second = compute.build_workspace(store, "t", sample, options)
+    assert len(inferred) == 1 and second.result is first.result
+    assert _report(second) == _report(compute.build_workspace(Store(), "u", sample, options))
 
 
 def test_peer_metrics_computed_once_are_there_from_the_start_of_the_next_server(cache, monkeypatch):
