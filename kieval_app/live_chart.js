@@ -4,7 +4,7 @@
 // calls Plotly.react on the same div, so plotly updates what changed instead of building
 // the chart anew (Streamlit's st.plotly_chart mounts a new chart for every new figure).
 // plotly.js is loaded once per page, from the plotly package the server already has
-// (data.src). A click on a point with customdata sends it back as the trigger value "click".
+// (data.src: gzipped once by the server, inflated here). A click on a point with customdata sends it back as the trigger value "click".
 //
 // HTML (data.html): the server builds it from escaped text only (kieval_core.figures.diff); it
 // replaces the block's content.
@@ -85,15 +85,22 @@ const chartDraw = (chart, data) => {
   };
 };
 
+// The gzip file is inflated here, not by the server's gzip layer for every visitor.
 const plotlyLoaded = (src) => {
   if (window.Plotly) return Promise.resolve();
-  window.kievalPlotly = window.kievalPlotly || new Promise((loaded, failed) => {
-    const script = document.createElement("script");
-    script.src = src;
-    script.onload = loaded;
-    script.onerror = () => failed(new Error(`plotly.js did not load from ${src}`));
-    document.head.appendChild(script);
-  });
+  const failure = () => new Error(`plotly.js did not load from ${src}`);
+  window.kievalPlotly = window.kievalPlotly || fetch(src)
+    .then((response) => {
+      if (!response.ok) throw failure();
+      return new Response(response.body.pipeThrough(new DecompressionStream("gzip"))).arrayBuffer();
+    })
+    .then((code) => new Promise((loaded, failed) => {
+      const script = document.createElement("script");
+      script.src = URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
+      script.onload = () => { URL.revokeObjectURL(script.src); loaded(); };
+      script.onerror = () => failed(failure());
+      document.head.appendChild(script);
+    }));
   return window.kievalPlotly;
 };
 

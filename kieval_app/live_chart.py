@@ -5,9 +5,10 @@ document, the Automation page's charts that change with every τ.
 anew (``Plotly.newPlot``) each time the figure changes. This Streamlit component (custom
 components v2, no iframe) keeps one chart per key and hands each new figure to
 ``Plotly.react``, which updates only what changed. plotly.js is the copy in the plotly
-package the server already has, served once per page through Streamlit's component assets;
-nothing is fetched from the internet. The chart takes the page's font and colours
-(``live_chart.js``) instead of Streamlit's plotly theme.
+package the server already has, served once per page through Streamlit's component assets,
+gzipped once per server process (:func:`plotly_assets`); nothing is fetched from the
+internet. The chart takes the page's font and colours (``live_chart.js``) instead of
+Streamlit's plotly theme.
 
 Either kind is drawn when it comes near the visible part of the page (hidden until then,
 so what it showed before is never seen): moving to the next document draws what is on the
@@ -19,7 +20,9 @@ A click on a point that carries ``customdata`` calls ``on_click`` with that valu
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -39,27 +42,49 @@ NAME = f"{_PACKAGE}.{_COMPONENT}"
 #: plotly's own directory; ``package_data/plotly.min.js`` is the plotly.js it was built with.
 PLOTLY_ROOT = Path(plotly.__file__).parent
 PLOTLY_JS = "plotly.min.js"
+#: What the browser is sent: :data:`PLOTLY_JS` gzipped (``live_chart.js`` inflates it).
+PLOTLY_GZ = PLOTLY_JS + ".gz"
 
 _JS = Path(__file__).with_name("live_chart.js").read_text(encoding="utf-8")
 _mount = st.components.v2.component(NAME, js=_JS, isolate_styles=False)
 _registering = threading.Lock()
+_assets: tempfile.TemporaryDirectory | None = None  # removed when the process exits
+
+
+def plotly_assets() -> Path:
+    """The component's asset folder: :data:`PLOTLY_GZ`, written once per process.
+
+    Served plain, plotly.js (4.8 MB) went through the server's gzip layer (Starlette's, at
+    level 9) at every new visitor's first chart: 0.13 s of the server's CPU each time, half
+    of what a new session cost it (bench/README.md, "Admission and release"). Served as a
+    gzip file (``application/gzip``, which that layer passes as it is) it costs a file read;
+    the browser inflates it (``DecompressionStream``), the same 1.5 MB on the wire."""
+    global _assets
+    with _registering:
+        if _assets is None:
+            folder = tempfile.TemporaryDirectory(prefix="kieval-live-chart-")
+            data = (PLOTLY_ROOT / "package_data" / PLOTLY_JS).read_bytes()
+            (Path(folder.name) / PLOTLY_GZ).write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
+            _assets = folder
+        return Path(_assets.name)
 
 
 def _serve_plotly_js() -> str:
-    """Declare plotly's ``package_data`` as this component's assets on the running server
-    (once per runtime); the URL path of plotly.min.js."""
+    """Declare :func:`plotly_assets` as this component's assets on the running server (once
+    per runtime); the URL path of :data:`PLOTLY_GZ`."""
     manager = Runtime.instance().bidi_component_registry
+    folder = plotly_assets()
     with _registering:  # registering leaves a bare placeholder until the script is put back
         if manager.get_component_asset_root(NAME) is None:
             manager.register_from_manifest(
                 ComponentManifest(name=_PACKAGE, version=__version__,
-                                  components=[ComponentConfig(name=_COMPONENT, asset_dir="package_data")]),
-                PLOTLY_ROOT,
+                                  components=[ComponentConfig(name=_COMPONENT, asset_dir=folder.name)]),
+                folder.parent,
             )
             manager.ensure_definition_if_missing_or_placeholder(component_key=NAME, html=None, css=None,
                                                                 js=_JS)
     base = st.get_option("server.baseUrlPath").strip("/")
-    return f"{'/' + base if base else ''}/_stcore/bidi-components/{NAME}/{PLOTLY_JS}"
+    return f"{'/' + base if base else ''}/_stcore/bidi-components/{NAME}/{PLOTLY_GZ}"
 
 
 def _images_once(layout: dict) -> list[str]:

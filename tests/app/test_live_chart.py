@@ -4,13 +4,14 @@ Drawing, redrawing in place and clicks are checked in a real browser
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import pytest
 from streamlit import config as st_config
 from streamlit.testing.v1 import AppTest
 
-from kieval_app.live_chart import NAME, PLOTLY_JS, PLOTLY_ROOT
+from kieval_app.live_chart import NAME, PLOTLY_GZ, PLOTLY_JS, PLOTLY_ROOT, plotly_assets
 
 
 def _chart_app() -> None:
@@ -33,7 +34,7 @@ def test_what_the_browser_is_sent(base, prefix):
     assert element.proto.component_name == NAME
     sent = json.loads(element.proto.json)
     # under the server's base path
-    assert sent["src"] == f"{prefix}/_stcore/bidi-components/{NAME}/{PLOTLY_JS}"
+    assert sent["src"] == f"{prefix}/_stcore/bidi-components/{NAME}/{PLOTLY_GZ}"
     assert sent["revision"] == "doc 1"
     assert sent["config"] == {"responsive": True, "displaylogo": False, "scrollZoom": True}
     figure = json.loads(sent["figure"])
@@ -41,10 +42,13 @@ def test_what_the_browser_is_sent(base, prefix):
     assert "template" not in figure["layout"]  # the browser themes it from the page
 
 
-def test_the_plotly_js_served_is_the_plotly_packages_own():
+def test_the_plotly_js_served_is_the_plotly_packages_own_gzipped_once():
     shipped = PLOTLY_ROOT / "package_data" / PLOTLY_JS
     assert shipped.stat().st_size > 1_000_000
     assert "* plotly.js v" in shipped.read_text(encoding="utf-8", errors="replace")[:100]
+    assets = plotly_assets()
+    assert [p.name for p in assets.iterdir()] == [PLOTLY_GZ] and plotly_assets() == assets
+    assert gzip.decompress((assets / PLOTLY_GZ).read_bytes()) == shipped.read_bytes()
 
 
 def _html_app() -> None:
