@@ -393,7 +393,8 @@ def build_workspace(
     except Exception as exc:
         store.hold(session, ())
         return Workspace(sources, options, None, (read_message(gt, exc),), key)
-    gt_keys, pred_keys = KeyCounts.of(gt_set), _pred_keys(store, sources, options, progress)
+    gt_keys = store.get(("gt keys", *held[0][1:]), lambda: KeyCounts.of(gt_set))  # once per content too
+    pred_keys = _pred_keys(store, sources, options, progress)
     rules = options.rules  # a key they ignore is not scored, whichever side has it
     aside = tuple(k.key for k in one_sided_keys(gt_keys, pred_keys, options.score_keys, rules) if k.set_aside)
     if aside:  # read as metadata, exactly as the metadata option reads them
@@ -410,9 +411,8 @@ def build_workspace(
         applied, models, keys, problems, pending = _scored(store, gt, gt_set, sources, options, progress,
                                                            held, suggested)
     # one evaluation per content for every session and run: the figures derived from it
-    # (rankings, suggestions, corpus tables: cached on the result) are derived once; the
-    # peer figures that joined are part of the key (background work joins when it is done)
-    result_key = ("result", key, tuple((name, bool(m.peer)) for name, m in models.items()))
+    # (rankings, suggestions, corpus tables: cached on the result) are derived once
+    result_key = ("result", key, _joined(models))
     result = store.get(result_key, lambda: finish(applied.gt, models, keys, applied.normalizer, families,
                                                   rules=applied.rules, ignored=applied.ignored,
                                                   one_sided=one_sided),
@@ -422,6 +422,12 @@ def build_workspace(
     ws = _with_images(store, ws, held, progress)
     store.hold(session, held, own_bytes=sources.size)
     return ws
+
+
+def _joined(models: dict[str, ModelResult]) -> tuple:
+    """What two evaluations of the same files and options can differ by: which models' peer
+    figures have joined (background work joins when it is done)."""
+    return tuple((name, bool(m.peer)) for name, m in models.items())
 
 
 def _scored(store: Store, gt: Source, gt_set: Dataset, sources: Sources, options: AppOptions,
@@ -529,8 +535,10 @@ def read_message(source: Source, exc: Exception) -> str:
 
 def view(store: Store, ws: Workspace, name: str, compute: Callable[[], Any], *key: Hashable) -> Any:
     """A derived table or figure of the workspace, computed once per ``key`` (the model
-    and the parameters it depends on)."""
-    return store.get(("view", ws.key, name, key), compute)
+    and the parameters it depends on) for every session showing the same evaluation (the
+    same files and options, the same peer figures joined)."""
+    joined = _joined(ws.result.models) if ws.result is not None else ()
+    return store.get(("view", ws.key, joined, name, key), compute)
 
 
 class Ahead:

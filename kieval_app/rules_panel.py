@@ -20,7 +20,7 @@ from kieval_core.figures.text import md
 from kieval_core.result.tables import rankings_table, rules_panel_table
 from kieval_core.rules import read_rules_file
 
-from . import sidebar
+from . import session, sidebar
 
 #: What the panel offers per field (``phone:CC`` needs a region: typed as a rule elsewhere).
 CHOICES = [c for c in COMPARATORS if c not in ("date", "phone:CC")] + ["ignore"]
@@ -29,8 +29,9 @@ PANEL_KEY = "rules_panel_editor"
 
 def headline(result: EvaluationResult) -> None:
     """KIEval_Aligned and each model's rank strictly and under the rules (suggested, or in
-    force), side by side, and the sentence when the rankings differ."""
-    table = rankings_table(result)
+    force), side by side, and the sentence when the rankings differ; ``result`` is the
+    current workspace's (its table is a view, shared by every session showing it)."""
+    table = session.view("rankings", lambda: rankings_table(result))
     shown = pd.DataFrame(index=table.index)
     for column in table.columns:
         if column.startswith("KIEval_Aligned, "):

@@ -15,7 +15,7 @@ from kieval_app import compute, session
 from kieval_app.serving.store import Store
 from kieval_core.figures import documents
 
-WS = SimpleNamespace(key="workspace")  # compute.view reads the workspace's key only
+WS = SimpleNamespace(key="workspace", result=None)  # compute.view reads its key and its result's peers
 
 
 def test_a_view_built_ahead_is_what_the_page_gets_without_building_it_again():

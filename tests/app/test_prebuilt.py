@@ -14,6 +14,7 @@ from kieval_app.sources import AppOptions, Source, sample_sources
 from kieval_core import DecisionOptions, load_bytes
 from kieval_core.output.render import report_json
 from kieval_core.result import suggest
+from kieval_core.result.tables import metric_table
 
 
 @pytest.fixture
@@ -138,9 +139,11 @@ def test_one_evaluation_per_content_for_every_run_and_session_until_options_or_p
     """A rerun and another session of the same files and options get the same result (with
     every figure derived from it: the rankings are derived once for all); another option,
     or peer figures that joined, give a new one."""
-    derived = []
+    derived, keys = [], []
     derive = suggest.rule_figures
     monkeypatch.setattr(suggest, "rule_figures", lambda result: derived.append(result) or derive(result))
+    count = compute.KeyCounts.of
+    monkeypatch.setattr(compute.KeyCounts, "of", lambda dataset: keys.append(dataset) or count(dataset))
     store, sample = Store(idle_bytes=10**9), sample_sources("simulated")
     first = compute.build_workspace(store, "s", sample, AppOptions())
     figures = first.result.rule_figures
@@ -148,6 +151,7 @@ def test_one_evaluation_per_content_for_every_run_and_session_until_options_or_p
     another = compute.build_workspace(store, "t", sample, AppOptions())
     assert again.result is first.result and another.result is first.result
     assert another.result.rule_figures is figures and derived == [first.result]
+    assert len(keys) == 1  # the ground truth's keys (for the one-sided ones): once too
     other = compute.build_workspace(store, "s", sample, AppOptions(casefold=True))
     assert other.result is not first.result
     peers = AppOptions(families=("kieval", "oi"))
@@ -158,6 +162,21 @@ def test_one_evaluation_per_content_for_every_run_and_session_until_options_or_p
     joined = compute.build_workspace(store, "s", sample, peers)
     assert joined.result is not pending.result and joined.result.models["simulated-weak"].peer
     assert compute.build_workspace(store, "t", sample, peers).result is joined.result
+
+
+def test_a_view_shown_before_the_peer_figures_joined_is_derived_again_with_them():
+    """A page's table is shared by every session showing the same evaluation; peer figures
+    that join make another evaluation, whose tables have their columns."""
+    store, sample = Store(idle_bytes=10**9), sample_sources("simulated")
+    peers = AppOptions(families=("kieval", "oi"))
+    pending = compute.build_workspace(store, "s", sample, peers)
+    before = compute.view(store, pending, "metrics", lambda: metric_table(pending.result))
+    for task in pending.pending:
+        task.future.result(timeout=120)
+    joined = compute.build_workspace(store, "t", sample, peers)
+    after = compute.view(store, joined, "metrics", lambda: metric_table(joined.result))
+    assert len(after.columns) > len(before.columns) and after.equals(metric_table(joined.result))
+    assert compute.view(store, joined, "metrics", lambda: None) is after
 
 
 def test_the_suggested_rules_are_inferred_once_for_every_session(monkeypatch):
