@@ -21,7 +21,8 @@ imported the core's readers already (:data:`PRELOAD`), so one starts in millisec
 :func:`warm` starts that server ahead of the first read. A child that did its work and
 stayed small waits for the next (up to :data:`SPARE` of them), so a small read costs
 about what it costs in the server's thread; a child that was stopped, failed to answer or
-grew past :data:`REUSE_BYTES` is ended. Nothing Streamlit here.
+grew past :data:`REUSE_BYTES` is ended. Children run at a lower CPU priority than the server
+(:data:`NICE`). Nothing Streamlit here.
 """
 
 from __future__ import annotations
@@ -48,6 +49,10 @@ SPARE = 2
 #: A child whose peak resident memory went above this ends after its work instead of
 #: waiting for more: its memory goes back to the system with it.
 REUSE_BYTES = 256 * 2**20
+#: How much nicer than the server a child runs: the uploads' reads and scorings take the CPU
+#: that every session's clicks (the server's script runs and event loop) leave, rather than
+#: a share of the two cores against them (bench/README.md, "Admission and release").
+NICE = 10
 #: Modules the fork server imports once, so that each child has them already (this one, to
 #: run the child; the app's work run there, with the core's readers and scoring).
 PRELOAD = ("kieval_app.serving.isolation", "kieval_app.compute")
@@ -237,6 +242,7 @@ def _serve(connection) -> None:
     ends, its memory with it)."""
     global _parent
     _parent = connection
+    os.nice(NICE)
     while True:
         try:
             function, args, kwargs = connection.recv()

@@ -115,6 +115,10 @@ def test_the_child_gives_back_the_value():
     assert read.doc_ids == load_bytes(data, "gt.jsonl", name="ground truth").doc_ids
 
 
+def test_the_child_runs_nicer_than_the_server():
+    assert run_isolated(os.nice, 0) == min(os.nice(0) + isolation.NICE, 19)
+
+
 def test_every_exception_of_the_project_is_listed():
     assert _project_exceptions() == set(EXAMPLES)
 
