@@ -129,16 +129,18 @@ async def upload_one(browser, url: str, role: str, path: Path) -> dict:
             "message": shown, "page": page}
 
 
-async def observe(page, stop: asyncio.Event) -> list[float]:
-    """Switch pages until ``stop`` is set (the action in flight ends first): latencies."""
+async def observe(page, stop: asyncio.Event) -> list[tuple[float, str, float]]:
+    """Switch pages until ``stop`` is set (the action in flight ends first): per switch, the
+    seconds from the start to its click, the page and its latency (ms)."""
     titles = list(APP_PAGES)
-    latencies, k = [], 1
+    samples, k, start = [], 1, time.perf_counter()
     while not stop.is_set():
-        link = harness.nav_link(page, titles[k % len(titles)])
-        result = await harness.async_timed_action(page, link.click, TIMEOUT_MS)
-        latencies.append(result["ms"])
+        title = titles[k % len(titles)]
+        clicked = round(time.perf_counter() - start, 1)
+        result = await harness.async_timed_action(page, harness.nav_link(page, title).click, TIMEOUT_MS)
+        samples.append((clicked, title, result["ms"]))
         k += 1
-    return latencies
+    return samples
 
 
 async def uploaders_browser(playwright, nice: int, folder: Path):
@@ -192,7 +194,8 @@ async def run(args) -> dict:
                     uploads = (upload_one(uploaders, server.url, role, f) for role, f in files)
                     done = await asyncio.gather(*uploads)
                     stop.set()
-                    loaded_ms = await watching
+                    switches = await watching
+                    loaded_ms = [ms for _, _, ms in switches]
                     peak = await monitor.stop_peak()
                     report["load_cpu_s"] = {k: round(v - cpu[k], 1) for k, v in server_cpu(server).items()}
                     log("closing every tab")
@@ -214,6 +217,7 @@ async def run(args) -> dict:
     report.update({
         "idle_ms": harness.summary(idle_ms),
         "under_load_ms": harness.summary(loaded_ms),
+        "under_load_switches": switches,
         "rss_peak_mib": peak,
         "uploads": outcomes,
         "release_mib": release,
