@@ -133,8 +133,7 @@ st.caption(
 )
 
 st.markdown("**Corrections a person must make, beside FP + FN**")
-corrections = session.view("corrections", lambda: overview.corrections_figure(result))
-live_chart(corrections, key="overview_corrections", config={"displayModeBar": False})
+live_chart(overview.corrections_figure(result), key="overview_corrections", config={"displayModeBar": False})
 st.markdown("**Where to look next**")
 with st.container(horizontal=True, gap="medium"):  # the links wrap on narrow screens
     st.page_link("app_pages/documents.py", label="Documents: each document's line matching and errors",
