@@ -171,10 +171,12 @@ class _Inline:
         self.outcome = outcome
 
 
-def in_this_process(function, *args, tick=None, **kwargs):
-    """``run_isolated`` with the child's work done in this thread, through the child's own
-    entry (``isolation._serve``), so that the stacks follow the work into the child: this
-    frame stands for ``run_isolated``'s, ``_serve``'s for the child's."""
+def in_this_process(function, *args, tick=None, progress=None, **kwargs):
+    """``run_isolated`` with the child's work done in this thread, through the child's work
+    loop (``isolation._serve``), so that the stacks follow the work into the child: this
+    frame stands for ``run_isolated``'s, ``_serve``'s for the child's. Like it, it takes
+    the peer work's ``progress`` (here unused): without it the sample's peer work failed,
+    and the failure stayed in the server's store for the tests after this one."""
     from kieval_app.serving import isolation
 
     pipe = _Inline((function, args, kwargs))

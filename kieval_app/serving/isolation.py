@@ -129,7 +129,7 @@ class _Child:
 
     def __init__(self) -> None:
         self.connection, theirs = _CONTEXT.Pipe(duplex=True)
-        self.process = _Process(target=_serve, args=(theirs,), daemon=True, name="kieval-work")
+        self.process = _Process(target=_entry, args=(theirs,), daemon=True, name="kieval-work")
         try:
             self.process.start()
         except BaseException:
@@ -235,6 +235,12 @@ def report(*values: Any) -> None:
         _parent.send((_PROGRESS, values))
 
 
+def _entry(connection) -> None:
+    """A child's entry: below the server's priority (:data:`NICE`), then :func:`_serve`."""
+    os.nice(NICE)
+    _serve(connection)
+
+
 def _serve(connection) -> None:
     """In the child: compute each piece of work received and send back ``(True, value,
     reusable)`` or ``(False, exception, reusable)``, after what it :func:`report` ed;
@@ -242,7 +248,6 @@ def _serve(connection) -> None:
     ends, its memory with it)."""
     global _parent
     _parent = connection
-    os.nice(NICE)
     while True:
         try:
             function, args, kwargs = connection.recv()
