@@ -84,9 +84,10 @@ def server():
 
 
 @contextlib.contextmanager
-def _own_server():
+def _own_server(**settings: str):
     port = free_port()
-    env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", "KIEVAL_MEMORY_BUDGET_MB": "1500"}
+    env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", "KIEVAL_MEMORY_BUDGET_MB": "1500",
+           **settings}
     log = server_log()
     process = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
@@ -172,10 +173,18 @@ def _ground_truth(path: Path, megabytes: int) -> Path:
     return replicated_jsonl(ROOT / "sample_data" / "cord_v2_gt.jsonl", path, megabytes)
 
 
-def test_a_closed_tab_releases_its_memory_within_a_minute(server, browser, tmp_path):
+def test_a_closed_tab_releases_its_memory_within_a_minute(browser, tmp_path):
     """Finding 3: 6 closed tabs of 51 MB each held 1,920 MiB (from 310) after 155 s idle,
-    until another visitor left. Here nobody else comes or goes."""
+    until another visitor left. Here nobody else comes or goes. The store keeps up to 64 MiB
+    of what no session holds by design (the sample stays warm for the next visitor; part of
+    the upload stayed within it, ~38 MiB of the 160 here): this server keeps none, so what
+    the tab held is what must go."""
     gt = _ground_truth(tmp_path / "big_gt.jsonl", 30)
+    with _own_server(KIEVAL_IDLE_CACHE_MB="0") as server:
+        _closed_tab_releases(browser, server, gt)
+
+
+def _closed_tab_releases(browser, server: Server, gt: Path) -> None:
     context, page = _open(browser, server)
     time.sleep(2)
     before = server.rss()  # the server with this session on the sample
