@@ -227,11 +227,10 @@ class Store:
     # --- values ----------------------------------------------------------------------
 
     def get(self, key: Hashable, compute: Callable[[], Any], cost: int = 0,
-            waiting: Callable[[int], None] | None = None, parts: tuple = ()) -> Any:
+            waiting: Callable[[int], None] | None = None) -> Any:
         """The value of ``key``, computed once (other callers wait for the first); the
         computation reserves ``cost`` bytes first (:meth:`reserve`: :class:`Busy` when they
-        do not fit; ``waiting(n)`` is told how many are ahead while it waits for its turn).
-        ``parts``: see :meth:`put`."""
+        do not fit; ``waiting(n)`` is told how many are ahead while it waits for its turn)."""
         while True:
             with self._lock:
                 entry = self._entries.get(key)
@@ -249,7 +248,7 @@ class Store:
                     self._computing[key] = threading.Event()
                 try:
                     value = compute()
-                    self.put(key, value, parts)
+                    self.put(key, value)
                 finally:
                     with self._lock:
                         self._computing.pop(key).set()

@@ -417,7 +417,8 @@ def test_a_value_made_of_other_entries_counts_only_its_own_bytes_and_goes_with_t
     kept after them, it would keep their memory while the store counts it as freed."""
     store = Store(idle_bytes=20_000)
     data = store.get("data", lambda: np.zeros(1000))  # 8,000 bytes
-    made = store.get("made", lambda: {"data": data, "own": np.zeros(500)}, parts=("data",))
+    made = {"data": data, "own": np.zeros(500)}
+    store.put("made", made, parts=("data",))
     sizes = {k: e.size for k, e in store._entries.items()}
     assert sizes["made"] < 4000 + 1000 < sizes["data"]  # its own 4,000 bytes, not the 8,000 again
     assert store.peek("made") is made
